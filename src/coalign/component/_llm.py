@@ -1,0 +1,90 @@
+"""``LLMComponent``: a prompt template around an LM call, with a tunable instruction and model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from coalign.component._base import Component
+from coalign.errors import GraphError
+from coalign.lm._base import LMRequest, Message
+from coalign.params import Choice, Text, TextValue
+from coalign.runtime import RunContext
+
+
+def render_value(value: Any, limit: int = 1200) -> str:
+    """Compact text of a field value: passages as ``[title] text`` lines, long text cut."""
+    if isinstance(value, list | tuple):
+        lines = []
+        for i, item in enumerate(value, 1):
+            if isinstance(item, Mapping) and "text" in item:
+                title = item.get("title")
+                lines.append(f"[{i}] {title}: {item['text']}" if title else f"[{i}] {item['text']}")
+            else:
+                lines.append(f"[{i}] {item}")
+        text = "\n".join(lines)
+    elif value is None:
+        text = "(none)"
+    else:
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_fields(fields: Mapping[str, Any], limit: int = 1200) -> str:
+    return "\n".join(f"{name.replace('_', ' ').capitalize()}: {render_value(v, limit)}"
+                     for name, v in fields.items())
+
+
+def first_line(text: str, prefixes: Sequence[str] = ()) -> str:
+    """The first non-empty line, with a leading ``Answer:``-style label removed."""
+    for line in text.strip().splitlines():
+        line = line.strip().strip("*").strip()
+        if not line:
+            continue
+        for p in prefixes:
+            if line.lower().startswith(p.lower()):
+                line = line[len(p):].strip()
+        return line
+    return ""
+
+
+class LLMComponent(Component):
+    """One LM call: instruction (+ demos) as the system turn, rendered inputs as the user turn.
+
+    Params: ``prompt`` (``Text``) and, when ``model`` is a ``Choice``, ``model`` (e.g. a
+    per-instance choice between a cheap and a strong model).
+    """
+
+    def __init__(self, name: str, inputs: Sequence[str], output: str, instruction: str, *,
+                 model: str | Choice = "qwen2.5-0.5b", max_tokens: int = 64,
+                 parse: Callable[[str], Any] | None = None, field_limit: int = 1200,
+                 description: str = "", **kwargs: Any) -> None:
+        params: dict[str, Any] = {"prompt": Text(instruction, description="instruction")}
+        if isinstance(model, Choice):
+            params["model"] = model
+        elif not isinstance(model, str) or not model:
+            raise GraphError(f"component {name!r}: model must be a model name or a Choice")
+        super().__init__(name, inputs, (output,), params=params,
+                         description=description or instruction, **kwargs)
+        self.output = output
+        self.model = model
+        self.max_tokens = max_tokens
+        self.field_limit = field_limit
+        self.parse = parse or (lambda text: first_line(text, (f"{output}:", "answer:")))
+
+    def messages(self, inputs: Mapping[str, Any], prompt: TextValue) -> tuple[Message, ...]:
+        msgs = [Message("system", prompt.instruction)]
+        for demo in prompt.demos:
+            shown = {k: v for k, v in demo.items() if k != self.output}
+            msgs.append(Message("user", render_fields(shown, self.field_limit)))
+            msgs.append(Message("assistant", str(demo.get(self.output, ""))))
+        msgs.append(Message("user", render_fields(inputs, self.field_limit)))
+        return tuple(msgs)
+
+    def forward(self, inputs: dict[str, Any], config: Mapping[str, Any],
+                ctx: RunContext) -> dict[str, Any]:
+        model = (self.param_value(config, "model", inputs, ctx) if "model" in self.params
+                 else self.model)
+        request = LMRequest(self.messages(inputs, config["prompt"]), max_tokens=self.max_tokens)
+        response = ctx.generate(model, request)
+        return {self.output: self.parse(response.text)}

@@ -1,0 +1,80 @@
+"""``SystemConfig``: the joint configuration v = (v_1, ..., v_K) of a system, immutable."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from coalign.errors import GraphError
+from coalign.pairs import canonical_json
+
+if TYPE_CHECKING:
+    from coalign.system import System
+
+
+class SystemConfig(Mapping[str, Mapping[str, Any]]):
+    """Component name -> {param name -> value}. Replace one slot with ``with_value``."""
+
+    def __init__(self, system: System, values: Mapping[str, Mapping[str, Any]]) -> None:
+        self._system = system
+        self._values: dict[str, dict[str, Any]] = {}
+        for comp_name, params in values.items():
+            comp = system.component(comp_name)
+            for pname, value in params.items():
+                if pname not in comp.params:
+                    raise GraphError(f"unknown param {pname!r} of component {comp_name!r}; "
+                                     f"it has {sorted(comp.params) or 'none'}")
+                self._values.setdefault(comp_name, {})[pname] = comp.params[pname].validate(value)
+        for comp in system.components:
+            for pname, spec in comp.params.items():
+                self._values.setdefault(comp.name, {}).setdefault(pname, spec.default)
+        self._digest: str | None = None
+
+    def __getitem__(self, component: str) -> Mapping[str, Any]:
+        return self._values.get(component, {})
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def with_value(self, component: str, param: str, value: Any) -> SystemConfig:
+        values = {c: dict(p) for c, p in self._values.items()}
+        values.setdefault(component, {})[param] = value
+        return SystemConfig(self._system, values)
+
+    def to_json(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for comp_name, params in self._values.items():
+            specs = self._system.component(comp_name).params
+            out[comp_name] = {p: specs[p].to_json(v) for p, v in params.items()}
+        return out
+
+    @classmethod
+    def from_json(cls, system: System, data: Mapping[str, Mapping[str, Any]]) -> SystemConfig:
+        values: dict[str, dict[str, Any]] = {}
+        for comp_name, params in data.items():
+            specs = system.component(comp_name).params
+            for pname, raw in params.items():
+                if pname not in specs:
+                    raise GraphError(f"unknown param {pname!r} of component {comp_name!r}")
+                values.setdefault(comp_name, {})[pname] = specs[pname].from_json(raw)
+        return cls(system, values)
+
+    @property
+    def digest(self) -> str:
+        if self._digest is None:
+            payload = canonical_json([self._system.name, self.to_json()])
+            self._digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        return self._digest
+
+    def component_digest(self, component: str) -> str:
+        """Digest of one component's slot (used to key cached prefixes)."""
+        specs = self._system.component(component).params
+        payload = canonical_json({p: specs[p].to_json(v) for p, v in self[component].items()})
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def __repr__(self) -> str:
+        return f"SystemConfig({self.digest[:12]})"

@@ -1,0 +1,43 @@
+"""Datasets (local files and a generated world), answer metrics and the Example record."""
+
+from coalign.data._base import DataError, Example, split
+from coalign.data._hotpotqa import load_hotpotqa
+from coalign.data._io import DATA_DIR_ENV, data_dir
+from coalign.data._metrics import (
+    Metric,
+    accuracy,
+    exact_match,
+    extract_label,
+    f1_score,
+    get_metric,
+    metric_names,
+    normalize_answer,
+)
+from coalign.data._musique import load_musique
+from coalign.data._pubmedqa import PUBMEDQA_LABELS, load_pubmedqa, pubmedqa_split
+from coalign.data._world import Entity, World, build_world, make_world
+
+__all__ = [
+    "DATA_DIR_ENV",
+    "PUBMEDQA_LABELS",
+    "DataError",
+    "Entity",
+    "Example",
+    "Metric",
+    "World",
+    "accuracy",
+    "build_world",
+    "data_dir",
+    "exact_match",
+    "extract_label",
+    "f1_score",
+    "get_metric",
+    "load_hotpotqa",
+    "load_musique",
+    "load_pubmedqa",
+    "make_world",
+    "metric_names",
+    "normalize_answer",
+    "pubmedqa_split",
+    "split",
+]

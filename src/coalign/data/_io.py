@@ -1,0 +1,141 @@
+"""Locating dataset files and reading their rows with one-line, located errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from coalign.errors import ConfigError, DataError
+
+__all__ = ["DATA_DIR_ENV", "Fields", "data_dir", "iter_jsonl", "read_json", "resolve_file"]
+
+DATA_DIR_ENV = "COALIGN_DATA_DIR"
+
+
+def data_dir() -> Path:
+    """The folder holding the shared benchmark data.
+
+    ``$COALIGN_DATA_DIR`` when set, else ``<repo>/../shared/data`` found from this file, so a
+    source checkout works without configuration.
+    """
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    return (Path(__file__).resolve().parents[3] / ".." / "shared" / "data").resolve()
+
+
+def resolve_file(path: Path | str | None, default: str) -> Path:
+    """``path`` if given, else ``data_dir() / default``; the file must exist."""
+    resolved = Path(path).expanduser() if path is not None else data_dir() / default
+    if not resolved.is_file():
+        raise DataError(
+            f"{resolved}: dataset file not found; pass path=... or set {DATA_DIR_ENV} "
+            f"to the folder that holds {default}"
+        )
+    return resolved
+
+
+def check_limit(limit: int | None) -> None:
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise ConfigError(f"limit: must be a non-negative integer or None (got {limit!r})")
+
+
+def iter_jsonl(path: Path, limit: int | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``("<file> line N", object)`` per non-blank line, stopping after ``limit`` rows."""
+    check_limit(limit)
+    count = 0
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if limit is not None and count >= limit:
+                return
+            if not line.strip():
+                continue
+            where = f"{path.name} line {number}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})") from exc
+            if not isinstance(obj, dict):
+                raise DataError(f"{where}: expected a JSON object (got {type(obj).__name__})")
+            count += 1
+            yield where, obj
+
+
+def read_json(path: Path) -> Any:
+    """Parse a whole JSON file, mapping parse errors to a located ``DataError``."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path.name} line {exc.lineno}: invalid JSON ({exc.msg})") from exc
+
+
+class Fields:
+    """Typed access to one JSON object; failures name the row and the dotted field path."""
+
+    def __init__(self, where: str, obj: Any, prefix: str = "") -> None:
+        self._where = where
+        self._obj = obj
+        self._prefix = prefix
+
+    def fail(self, field: str, problem: str) -> DataError:
+        return DataError(f"{self._where}: field '{self._prefix}{field}' {problem}")
+
+    def get(self, field: str, kind: type | tuple[type, ...], *, optional: bool = False) -> Any:
+        """The value of ``field``; ``None`` allowed only when ``optional``."""
+        if not isinstance(self._obj, dict) or field not in self._obj:
+            if optional:
+                return None
+            raise self.fail(field, "missing")
+        value = self._obj[field]
+        if value is None and optional:
+            return None
+        # bool is an int subclass: never accept it where a number or string is expected.
+        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
+            raise self.fail(field, f"must be {_kind_name(kind)} (got {type(value).__name__})")
+        return value
+
+    def text(self, field: str, *, optional: bool = False) -> str | None:
+        value = self.get(field, str, optional=optional)
+        if value is not None and not value.strip() and not optional:
+            raise self.fail(field, "is empty")
+        return value
+
+    def strings(self, field: str, *, optional: bool = False, nonempty: bool = False) -> list[str]:
+        """A list of strings (``[]`` when optional and absent)."""
+        values = self.get(field, list, optional=optional)
+        if values is None:
+            return []
+        for i, value in enumerate(values):
+            if not isinstance(value, str):
+                raise self.fail(f"{field}[{i}]", f"must be a string (got {type(value).__name__})")
+        if nonempty and not values:
+            raise self.fail(field, "is an empty list")
+        return list(values)
+
+    def items(self, field: str, *, nonempty: bool = True) -> list[Fields]:
+        """A list of objects, each wrapped so its own errors carry ``field[i].``."""
+        values = self.get(field, list)
+        if nonempty and not values:
+            raise self.fail(field, "is an empty list")
+        out = []
+        for i, value in enumerate(values):
+            if not isinstance(value, dict):
+                raise self.fail(f"{field}[{i}]", f"must be an object (got {type(value).__name__})")
+            out.append(Fields(self._where, value, f"{self._prefix}{field}[{i}]."))
+        return out
+
+    def sub(self, field: str) -> Fields:
+        return Fields(self._where, self.get(field, dict), f"{self._prefix}{field}.")
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", list: "a list", dict: "an object", bool: "true/false", int: "an int"}
+    return " or ".join(names.get(k, k.__name__) for k in _kinds(kind))

@@ -1,0 +1,171 @@
+"""Configuration kinds: the knobs a component exposes.
+
+Three kinds cover the heterogeneous spaces of a compound system:
+
+* ``Text``: an instruction plus optional demonstrations (values are ``TextValue``);
+* ``Choice``: one of a finite set of JSON-able options (model id, retriever k, a numeric grid);
+* ``Weights``: the parameters of a torch module (values are state dicts).
+
+Every kind knows its default, validates and (de)serializes values to JSON, and has a scope:
+``global`` (one value for every input) or ``per_instance`` (chosen per input at inference by a
+selector, e.g. the component's local reward).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from coalign.errors import ConfigError
+
+Scope = Literal["global", "per_instance"]
+
+
+@dataclass(frozen=True)
+class TextValue:
+    """An instruction and few-shot demonstrations (each a dict of field -> text)."""
+
+    instruction: str
+    demos: tuple[dict[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"instruction": self.instruction, "demos": [dict(d) for d in self.demos]}
+
+    @classmethod
+    def from_json(cls, data: Any) -> TextValue:
+        if isinstance(data, str):
+            return cls(data)
+        if not isinstance(data, dict) or not isinstance(data.get("instruction"), str):
+            raise ConfigError(f"Text value must be a string or {{'instruction': str}}, got {data!r}")
+        demos = data.get("demos", [])
+        if not isinstance(demos, list) or not all(isinstance(d, dict) for d in demos):
+            raise ConfigError("Text value field 'demos' must be a list of objects")
+        return cls(data["instruction"], tuple({str(k): str(v) for k, v in d.items()} for d in demos))
+
+
+class Param:
+    """Base of all configuration kinds. Subclasses define the value type and its JSON form."""
+
+    kind: str = "param"
+
+    def __init__(self, default: Any, *, scope: Scope = "global", description: str = "") -> None:
+        if scope not in ("global", "per_instance"):
+            raise ConfigError(f"param scope must be 'global' or 'per_instance', got {scope!r}")
+        self.scope: Scope = scope
+        self.description = description
+        self.default = self.validate(default)
+
+    def validate(self, value: Any) -> Any:
+        return value
+
+    def to_json(self, value: Any) -> Any:
+        return value
+
+    def from_json(self, data: Any) -> Any:
+        return self.validate(data)
+
+    def space(self) -> dict[str, Any]:
+        """JSON description of the search space (for reports and config snapshots)."""
+        return {"kind": self.kind, "scope": self.scope}
+
+
+class Text(Param):
+    kind = "text"
+
+    def __init__(self, instruction: str | TextValue, demos: Sequence[dict[str, str]] = (),
+                 *, max_demos: int = 4, scope: Scope = "global", description: str = "") -> None:
+        self.max_demos = max_demos
+        value = instruction if isinstance(instruction, TextValue) else TextValue(
+            instruction, tuple(dict(d) for d in demos))
+        super().__init__(value, scope=scope, description=description)
+
+    def validate(self, value: Any) -> TextValue:
+        if isinstance(value, str):
+            value = TextValue(value)
+        if not isinstance(value, TextValue):
+            raise ConfigError(f"Text param expects a TextValue or str, got {type(value).__name__}")
+        if len(value.demos) > self.max_demos:
+            raise ConfigError(f"Text param allows at most {self.max_demos} demos, got {len(value.demos)}")
+        return value
+
+    def to_json(self, value: TextValue) -> Any:
+        return value.to_json()
+
+    def from_json(self, data: Any) -> TextValue:
+        return self.validate(TextValue.from_json(data))
+
+    def space(self) -> dict[str, Any]:
+        return {**super().space(), "max_demos": self.max_demos}
+
+
+class Choice(Param):
+    kind = "choice"
+
+    def __init__(self, options: Sequence[Any], default: Any = None, *,
+                 scope: Scope = "global", description: str = "") -> None:
+        if not options:
+            raise ConfigError("Choice param needs at least one option")
+        self.options = tuple(options)
+        if len(set(map(repr, self.options))) != len(self.options):
+            raise ConfigError(f"Choice options must be distinct, got {list(self.options)}")
+        super().__init__(self.options[0] if default is None else default,
+                         scope=scope, description=description)
+
+    def validate(self, value: Any) -> Any:
+        if value not in self.options:
+            raise ConfigError(f"choice {value!r} is not one of {list(self.options)}")
+        return value
+
+    def space(self) -> dict[str, Any]:
+        return {**super().space(), "options": list(self.options)}
+
+
+class Weights(Param):
+    """Parameters of a torch module built by ``factory``; values are state dicts.
+
+    JSON form: base64 of the safetensors bytes (no pickle anywhere).
+    """
+
+    kind = "weights"
+
+    def __init__(self, factory: Callable[[], Any], *, scope: Scope = "global",
+                 description: str = "") -> None:
+        self.factory = factory
+        module = factory()
+        super().__init__({k: v.detach().clone() for k, v in module.state_dict().items()},
+                         scope=scope, description=description)
+
+    def validate(self, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise ConfigError(f"Weights value must be a state dict, got {type(value).__name__}")
+        return value
+
+    def build(self, value: dict[str, Any]) -> Any:
+        """A fresh module loaded with ``value`` (in eval mode)."""
+        module = self.factory()
+        module.load_state_dict(value)
+        module.eval()
+        return module
+
+    def to_json(self, value: dict[str, Any]) -> Any:
+        from safetensors.torch import save
+
+        tensors = {k: v.contiguous() for k, v in value.items()}
+        return {"safetensors_b64": base64.b64encode(save(tensors)).decode("ascii")}
+
+    def from_json(self, data: Any) -> dict[str, Any]:
+        from safetensors.torch import load
+
+        if not isinstance(data, dict) or "safetensors_b64" not in data:
+            raise ConfigError("Weights value must be {'safetensors_b64': ...}")
+        try:
+            return self.validate(load(base64.b64decode(data["safetensors_b64"])))
+        except Exception as exc:  # corrupt base64 or safetensors payload
+            raise ConfigError(f"Weights value is not a valid safetensors payload: {exc}") from None
+
+    def space(self) -> dict[str, Any]:
+        value = self.default
+        n = sum(int(t.numel()) for t in value.values())
+        return {**super().space(), "n_parameters": n}

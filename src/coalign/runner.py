@@ -1,0 +1,131 @@
+"""Running a task over a dataset with persistence: resumable, cached, and accounted.
+
+``evaluate`` stores each finished trace in the run store in its own transaction and reuses stored
+traces on a rerun; together with the SQLite response cache in the run directory, a run killed at
+any moment and started again repeats no LLM call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coalign.config import SystemConfig
+from coalign.costs import CostAccount
+from coalign.data import Example, load_hotpotqa, load_musique, load_pubmedqa, make_world
+from coalign.data._io import Fields, iter_jsonl
+from coalign.errors import ConfigError, DataError
+from coalign.lm import CachedLM, UsageMeter, make_lm
+from coalign.runtime import Runtime
+from coalign.store import RunStore
+from coalign.task import Task
+from coalign.trace import Trace, Usage
+
+CACHE_NAME = "lm_cache.sqlite"
+
+
+def build_runtime(models: Sequence[str], cache_path: str | Path | None, *,
+                  max_workers: int = 2, seed: int = 0) -> tuple[Runtime, UsageMeter]:
+    """A runtime whose model names map to cached local (or endpoint) LMs, plus its usage meter.
+
+    ``models`` are short names (``qwen2.5-0.5b``) or full specs (``openai:gpt-4o-mini@URL``).
+    """
+    lms = {}
+    for name in models:
+        spec = name if ":" in name else f"llamacpp:{name}"
+        inner = make_lm(spec)
+        lms[name] = CachedLM(inner, cache_path) if cache_path is not None else inner
+    meter = UsageMeter()
+    return Runtime(lms=lms, sink=meter, max_workers=max_workers, seed=seed), meter
+
+
+def load_jsonl_examples(path: Path, limit: int | None = None) -> list[Example]:
+    """Examples from JSONL rows ``{"id", "inputs": {...}, "target", "meta"?}``."""
+    out = []
+    for where, obj in iter_jsonl(path, limit):
+        row = Fields(where, obj)
+        out.append(Example(str(row.get("id", (str, int))), dict(row.get("inputs", dict)),
+                           obj.get("target"), dict(row.get("meta", dict, optional=True) or {})))
+    return out
+
+
+DATASETS: dict[str, Callable[[int | None, int], list[Example]]] = {
+    "world": lambda limit, seed: make_world(seed=seed, n_questions=limit or 100),
+    "hotpotqa": lambda limit, seed: load_hotpotqa(limit=limit),
+    "musique": lambda limit, seed: load_musique(limit=limit),
+    "pubmedqa": lambda limit, seed: load_pubmedqa(limit=limit),
+}
+
+
+def load_dataset(spec: str, limit: int | None = None, seed: int = 0) -> list[Example]:
+    """A named dataset (``world``, ``hotpotqa``, ``musique``, ``pubmedqa``) or a JSONL path."""
+    if spec in DATASETS:
+        return DATASETS[spec](limit, seed)
+    path = Path(spec)
+    if path.suffix == ".jsonl" or path.exists():
+        if not path.is_file():
+            raise DataError(f"{path}: dataset file not found")
+        return load_jsonl_examples(path, limit)
+    raise ConfigError(f"unknown dataset {spec!r}; use one of {sorted(DATASETS)} or a .jsonl path")
+
+
+@dataclass
+class EvalResult:
+    traces: list[Trace]
+    mean_reward: float
+    wall_s: float
+    resumed: int  # examples whose stored trace was reused
+    usage: Usage = field(default_factory=Usage)  # LLM calls made now (cache hits counted apart)
+    equiv_runs: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return {"examples": len(self.traces), "mean_reward": self.mean_reward,
+                "llm_calls": self.usage.calls, "cache_hits": self.usage.cache_hits,
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+                "equiv_runs": self.equiv_runs, "resumed": self.resumed, "wall_s": self.wall_s}
+
+
+def evaluate(task: Task, examples: Sequence[Example], config: SystemConfig, runtime: Runtime,
+             store: RunStore | None = None, *, tag: str = "eval",
+             on_done: Callable[[Trace], None] | None = None) -> EvalResult:
+    """Run and score ``examples``; each finished trace is committed before the next is counted."""
+    t0 = time.perf_counter()
+    if store is not None:
+        store.save_config(config.digest, config.to_json())
+    done: dict[str, Trace] = {}
+    todo: list[Example] = []
+    for e in examples:
+        stored = store.get_trace(tag, e.id, config.digest) if store is not None else None
+        if stored is not None:
+            done[e.id] = stored
+        else:
+            todo.append(e)
+    resumed = len(done)
+    account = CostAccount([c.name for c in task.system.components])
+
+    def one(e: Example) -> Trace:
+        trace = task.score(task.system.run(e.id, e.inputs, config, runtime), e)
+        if store is not None:
+            with store.transaction():  # trace and its cost land together or not at all
+                store.put_trace(tag, trace)
+                for comp in task.system.order:
+                    store.add_cost(comp, tag, trace.usage(comp))
+        if on_done is not None:
+            on_done(trace)
+        return trace
+
+    workers = max(1, min(runtime.max_workers, len(todo)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for trace in pool.map(one, todo):
+            done[trace.example_id] = trace
+    fresh = [done[e.id] for e in todo]
+    account.add_traces(tag, fresh)
+    traces = [done[e.id] for e in examples]
+    mean = sum(t.reward or 0.0 for t in traces) / len(traces) if traces else 0.0
+    return EvalResult(traces, mean, time.perf_counter() - t0, resumed,
+                      account.total_usage(tag), account.equivalent_runs(tag))

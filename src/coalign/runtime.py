@@ -1,0 +1,107 @@
+"""What a run needs besides the system and its configuration: LMs, selectors, concurrency, seed.
+
+``RunContext`` is the per-step view a component's ``forward`` receives: it resolves model names to
+LMs, records the step's usage, and resolves per-instance parameters through a ``Selector``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from coalign.errors import ConfigError
+from coalign.lm._base import LM, LMRequest, LMResponse
+from coalign.trace import Usage
+
+
+class Selector(Protocol):
+    """Chooses a per-instance parameter's option for one input (e.g. by local reward)."""
+
+    def select(self, component: str, param: str, inputs: Mapping[str, Any],
+               options: tuple[Any, ...], default: Any) -> Any: ...
+
+
+class UsageSink(Protocol):
+    """Receives every LM response with the component it is attributed to (e.g. a usage meter)."""
+
+    def record(self, tag: str, response: LMResponse) -> None: ...
+
+
+@dataclass
+class Runtime:
+    """Shared, thread-safe services for running systems.
+
+    ``lms`` maps the model names used in configurations (``"qwen2.5-0.5b"``) to backends;
+    ``sample_temperature``/``sample_index`` are set by Monte-Carlo rollouts so that a component's
+    LLM calls sample instead of decoding greedily.
+    """
+
+    lms: Mapping[str, LM] = field(default_factory=dict)
+    selectors: Mapping[tuple[str, str], Selector] = field(default_factory=dict)
+    sink: UsageSink | None = None
+    max_workers: int = 4
+    seed: int = 0
+
+    def lm(self, name: str) -> LM:
+        try:
+            return self.lms[name]
+        except KeyError:
+            known = ", ".join(sorted(self.lms)) or "none"
+            raise ConfigError(f"unknown model {name!r}; runtime has: {known}") from None
+
+
+@dataclass
+class Sampling:
+    """Overrides for stochastic re-execution of one component (rollouts)."""
+
+    temperature: float
+    sample_index: int
+
+
+class RunContext:
+    """Per-step handle given to ``Component.forward``."""
+
+    def __init__(self, runtime: Runtime, component: str, example_id: str, visit: int,
+                 sampling: Sampling | None = None) -> None:
+        self.runtime = runtime
+        self.component = component
+        self.example_id = example_id
+        self.visit = visit
+        self.sampling = sampling
+        self.usage = Usage()
+        self.choices: dict[str, Any] = {}
+        self.rng = random.Random(f"{runtime.seed}:{example_id}:{component}:{visit}:"
+                                 f"{sampling.sample_index if sampling else -1}")
+
+    def generate(self, model: str, request: LMRequest) -> LMResponse:
+        """Call ``model``, applying rollout sampling overrides and recording usage."""
+        if self.sampling is not None:
+            request = LMRequest(messages=request.messages, model=request.model,
+                                temperature=self.sampling.temperature,
+                                max_tokens=request.max_tokens, stop=request.stop,
+                                sample_index=self.sampling.sample_index)
+        response = self.runtime.lm(model).generate(request)
+        if response.cached:
+            self.usage.cache_hits += 1
+        else:
+            self.usage.calls += 1
+            self.usage.prompt_tokens += response.prompt_tokens
+            self.usage.completion_tokens += response.completion_tokens
+        if self.runtime.sink is not None:
+            self.runtime.sink.record(self.component, response)
+        return response
+
+    def resolve(self, param: str, options: tuple[Any, ...], value: Any,
+                inputs: Mapping[str, Any], per_instance: bool) -> Any:
+        """The value a parameter takes for this input: the configured one, or a selector's pick."""
+        if per_instance:
+            selector = self.runtime.selectors.get((self.component, param))
+            if selector is not None:
+                value = selector.select(self.component, param, inputs, options, value)
+                if value not in options:
+                    raise ConfigError(f"selector for {self.component}.{param} returned {value!r}, "
+                                      f"not one of {list(options)}")
+            self.choices[param] = value
+        return value

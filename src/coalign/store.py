@@ -1,0 +1,213 @@
+"""RunStore: one SQLite database (WAL) per run directory.
+
+Holds the run's metadata and config snapshots, traces (per tag: e.g. ``eval``, ``val``), preference
+pairs (content-digested), per-component costs, and the optimizer's step ledger. Every write is one
+transaction, so a process killed at any moment leaves a consistent store: a trace or pair is
+either fully there or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from coalign import __version__
+from coalign.errors import DataError, StoreError
+from coalign.pairs import PreferencePair, canonical_json
+from coalign.trace import Trace, Usage
+
+SCHEMA_VERSION = 1
+DB_NAME = "run.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS configs (digest TEXT PRIMARY KEY, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS traces (
+    tag TEXT NOT NULL, example_id TEXT NOT NULL, config_digest TEXT NOT NULL,
+    reward REAL, json TEXT NOT NULL, UNIQUE (tag, example_id, config_digest));
+CREATE TABLE IF NOT EXISTS pairs (
+    digest TEXT PRIMARY KEY, component TEXT NOT NULL, example_id TEXT NOT NULL,
+    tag TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS costs (
+    component TEXT NOT NULL, kind TEXT NOT NULL, calls INTEGER NOT NULL,
+    cache_hits INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL, PRIMARY KEY (component, kind));
+CREATE TABLE IF NOT EXISTS steps (
+    step INTEGER PRIMARY KEY, state TEXT NOT NULL, json TEXT NOT NULL);
+"""
+
+
+class RunStore:
+    """Thread-safe access to one run directory's database."""
+
+    def __init__(self, run_dir: str | Path, *, create: bool = True) -> None:
+        self.run_dir = Path(run_dir)
+        path = self.run_dir / DB_NAME
+        if not create and not path.exists():
+            raise StoreError(f"no run store at {path}; pass a run directory made by coalign")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._depth = 0  # transaction nesting (guarded by the lock)
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                raise StoreError(f"run store {path} has schema {version}, this coalign reads "
+                                 f"{SCHEMA_VERSION}")
+            with self.transaction() as db:
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    db.execute(statement)  # executescript would commit mid-transaction
+                db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('lib_version', ?)", (__version__,))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"run store {path} is unreadable: {exc}") from None
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic unit of writes; rolled back on any error. Nested uses join the outer one."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self._db
+                finally:
+                    self._depth -= 1
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            finally:
+                self._depth = 0
+            self._db.execute("COMMIT")
+
+    def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # -- metadata and configs ---------------------------------------------------------------
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        if not rows:
+            return default
+        try:
+            return json.loads(rows[0][0])
+        except json.JSONDecodeError:  # written by an older version as plain text
+            return rows[0][0]
+
+    def save_config(self, digest: str, config_json: dict) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR IGNORE INTO configs VALUES (?, ?)",
+                       (digest, canonical_json(config_json)))
+
+    def load_config(self, digest: str) -> dict:
+        rows = self._query("SELECT json FROM configs WHERE digest = ?", (digest,))
+        if not rows:
+            raise StoreError(f"run store {self.run_dir} has no config {digest[:12]}")
+        return json.loads(rows[0][0])
+
+    # -- traces -------------------------------------------------------------------------------
+
+    def put_trace(self, tag: str, trace: Trace) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?, ?)",
+                       (tag, trace.example_id, trace.config_digest, trace.reward,
+                        json.dumps(trace.to_json(), ensure_ascii=False)))
+
+    def get_trace(self, tag: str, example_id: str, config_digest: str) -> Trace | None:
+        rows = self._query("SELECT json FROM traces WHERE tag=? AND example_id=? AND "
+                           "config_digest=?", (tag, example_id, config_digest))
+        return Trace.from_json(json.loads(rows[0][0])) if rows else None
+
+    def traces(self, tag: str, config_digest: str | None = None) -> list[Trace]:
+        sql, args = "SELECT json FROM traces WHERE tag=?", (tag,)
+        if config_digest is not None:
+            sql, args = sql + " AND config_digest=?", (tag, config_digest)
+        return [Trace.from_json(json.loads(r[0])) for r in self._query(sql + " ORDER BY rowid", args)]
+
+    # -- preference pairs -----------------------------------------------------------------------
+
+    def put_pairs(self, pairs: Iterable[PreferencePair], tag: str = "stage1") -> int:
+        """Store pairs (idempotent by digest); returns how many were new."""
+        new = 0
+        with self.transaction() as db:
+            for p in pairs:
+                cur = db.execute("INSERT OR IGNORE INTO pairs VALUES (?, ?, ?, ?, ?)",
+                                 (p.digest, p.component, p.example_id, tag,
+                                  canonical_json(p.to_json())))
+                new += cur.rowcount
+        return new
+
+    def pairs(self, component: str | None = None, tag: str | None = None) -> list[PreferencePair]:
+        """Stored pairs, each revalidated against its digest: corrupt records are refused."""
+        sql, args = "SELECT digest, json FROM pairs WHERE 1=1", []
+        if component is not None:
+            sql, args = sql + " AND component=?", [*args, component]
+        if tag is not None:
+            sql, args = sql + " AND tag=?", [*args, tag]
+        out = []
+        for digest, raw in self._query(sql + " ORDER BY rowid", tuple(args)):
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError:
+                raise DataError(f"pair {digest[:12]} in {self.run_dir} is not valid JSON") from None
+            out.append(PreferencePair.from_json(record, digest=digest))
+        return out
+
+    # -- costs --------------------------------------------------------------------------------
+
+    def add_cost(self, component: str, kind: str, usage: Usage) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO costs VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(component, kind) DO "
+                "UPDATE SET calls=calls+excluded.calls, cache_hits=cache_hits+excluded.cache_hits,"
+                " prompt_tokens=prompt_tokens+excluded.prompt_tokens,"
+                " completion_tokens=completion_tokens+excluded.completion_tokens",
+                (component, kind, usage.calls, usage.cache_hits, usage.prompt_tokens,
+                 usage.completion_tokens))
+
+    def costs(self, kind: str | None = None) -> dict[str, Usage]:
+        """Per-component usage summed over kinds (or for one ``kind``)."""
+        sql = ("SELECT component, SUM(calls), SUM(cache_hits), SUM(prompt_tokens), "
+               "SUM(completion_tokens) FROM costs")
+        args: tuple = ()
+        if kind is not None:
+            sql, args = sql + " WHERE kind=?", (kind,)
+        rows = self._query(sql + " GROUP BY component ORDER BY component", args)
+        return {r[0]: Usage(int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows}
+
+    # -- optimizer step ledger -------------------------------------------------------------------
+
+    def put_step(self, step: int, state: str, record: dict) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?)",
+                       (step, state, canonical_json(record)))
+
+    def steps(self) -> list[tuple[int, str, dict]]:
+        return [(s, st, json.loads(j)) for s, st, j in
+                self._query("SELECT step, state, json FROM steps ORDER BY step")]
