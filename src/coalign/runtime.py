@@ -72,8 +72,17 @@ class RunContext:
         self.sampling = sampling
         self.usage = Usage()
         self.choices: dict[str, Any] = {}
-        self.rng = random.Random(f"{runtime.seed}:{example_id}:{component}:{visit}:"
-                                 f"{sampling.sample_index if sampling else -1}")
+        self._rng: random.Random | None = None
+
+    @property
+    def rng(self) -> random.Random:
+        """A generator seeded by (run seed, example, component, visit, sample); built on demand
+        because seeding from a string costs more than the rest of a step's bookkeeping."""
+        if self._rng is None:
+            s = self.sampling.sample_index if self.sampling else -1
+            self._rng = random.Random(f"{self.runtime.seed}:{self.example_id}:{self.component}:"
+                                      f"{self.visit}:{s}")
+        return self._rng
 
     def generate(self, model: str, request: LMRequest) -> LMResponse:
         """Call ``model``, applying rollout sampling overrides and recording usage."""

@@ -1,0 +1,3 @@
+from coalign.cli import main
+
+main()

@@ -1,0 +1,163 @@
+"""Monte-Carlo preference pairs for one component, labelled by downstream global reward.
+
+For component k and input x: run the system once to fix the upstream outputs; draw n candidate
+outputs of k (temperature samples, or alternative values of one of k's params); complete the
+downstream m times per candidate (downstream sampled when m > 1, so its randomness is averaged)
+and average the global reward. Every unordered pair of distinct candidates whose reward gap
+exceeds the tie threshold becomes a preference pair; the rest are kept as ties.
+
+Everything goes through ``System.run_from`` and the runtime's LMs, so with the response cache a
+repeated collection makes no LLM call: candidate i and downstream completion j always issue the
+same requests (sample indices i and j).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from coalign.config import SystemConfig
+from coalign.costs import CostAccount
+from coalign.data._base import Example
+from coalign.errors import ConfigError
+from coalign.pairs import PreferencePair, canonical_json, label_for
+from coalign.runtime import Runtime, Sampling
+from coalign.store import RunStore
+from coalign.task import Task
+from coalign.trace import Trace
+
+
+@dataclass(frozen=True)
+class RolloutSpec:
+    """How candidates are drawn and rewards estimated.
+
+    ``param``/``alternatives``: candidates are the component run under each alternative value of
+    ``param`` (e.g. every retriever k, or candidate prompts); otherwise candidates are ``n``
+    samples at ``temperature``. ``choice_key``: record the param value in the output (for
+    per-instance choices, whose LRF ranks options before running them).
+    """
+
+    n: int = 4
+    m: int = 1
+    temperature: float = 0.9
+    downstream_temperature: float = 0.7
+    tie_threshold: float = 1e-9
+    param: str | None = None
+    alternatives: tuple[Any, ...] = ()
+    choice_key: bool = False
+
+    def __post_init__(self) -> None:
+        if self.n < 2 and not self.alternatives:
+            raise ConfigError("rollouts need n >= 2 candidates per input")
+        if self.m < 1:
+            raise ConfigError("rollouts need m >= 1 downstream completions per candidate")
+        if self.tie_threshold < 0:
+            raise ConfigError("tie_threshold must be >= 0")
+        if bool(self.param) != bool(self.alternatives):
+            raise ConfigError("give both param and alternatives, or neither")
+
+
+@dataclass
+class Candidate:
+    output: dict[str, Any]
+    rewards: list[float] = field(default_factory=list)
+
+    @property
+    def reward(self) -> float:
+        return sum(self.rewards) / len(self.rewards)
+
+
+@dataclass
+class Collection:
+    pairs: list[PreferencePair]
+    ties: list[PreferencePair]
+    account: CostAccount
+    traces: list[Trace]
+
+    @property
+    def all(self) -> list[PreferencePair]:
+        return self.pairs + self.ties
+
+
+def collect_pairs(task: Task, component: str, examples: Sequence[Example], config: SystemConfig,
+                  runtime: Runtime, spec: RolloutSpec = RolloutSpec(), *,
+                  store: RunStore | None = None, tag: str = "stage1",
+                  base_traces: dict[str, Trace] | None = None,
+                  on_example: Callable[[Example], None] | None = None) -> Collection:
+    """Preference pairs (and ties) for ``component`` on ``examples`` under ``config``."""
+    system = task.system
+    comp = system.component(component)
+    if spec.param is not None and spec.param not in comp.params:
+        raise ConfigError(f"component {component!r} has no param {spec.param!r}")
+    downstream = sorted(system.descendants(component))
+    account = CostAccount([c.name for c in system.components])
+    pairs: list[PreferencePair] = []
+    ties: list[PreferencePair] = []
+    traces: list[Trace] = []
+    for example in examples:
+        base = (base_traces or {}).get(example.id)
+        if base is None:
+            base = system.run(example.id, example.inputs, config, runtime)
+            traces.append(base)
+        candidates, x_k, run_traces = _candidates(task, comp.name, downstream, example, base,
+                                                  config, runtime, spec)
+        traces.extend(run_traces)
+        n_drawn = len(spec.alternatives) or spec.n
+        for a, b in itertools.combinations(candidates, 2):
+            label = label_for(a.reward, b.reward, spec.tie_threshold)
+            pair = PreferencePair(component, example.id, x_k, a.output, b.output, a.reward,
+                                  b.reward, label, n=n_drawn, m=spec.m)
+            (ties if label == "tie" else pairs).append(pair)
+        if on_example is not None:
+            on_example(example)
+    account.add_traces(tag, traces)
+    if store is not None:
+        store.put_pairs(pairs + ties, tag=tag)
+    return Collection(pairs, ties, account, traces)
+
+
+def _candidates(task: Task, component: str, downstream: list[str], example: Example,
+                base: Trace, config: SystemConfig, runtime: Runtime,
+                spec: RolloutSpec) -> tuple[list[Candidate], dict[str, Any], list[Trace]]:
+    system = task.system
+    by_output: dict[str, Candidate] = {}
+    traces: list[Trace] = []
+    x_k: dict[str, Any] = {}
+    draws = spec.alternatives or tuple(range(spec.n))
+    for i, draw in enumerate(draws):
+        cfg, own = config, None
+        if spec.param is not None:
+            cfg = config.with_value(component, spec.param, draw)
+        else:
+            own = Sampling(spec.temperature, i)
+        output: dict[str, Any] | None = None
+        for j in range(spec.m):
+            sampling = {component: own} if own is not None else {}
+            if spec.m > 1:  # average over downstream randomness
+                sampling.update({d: Sampling(spec.downstream_temperature, j) for d in downstream})
+            trace = task.score(system.run_from(component, base, cfg, runtime,
+                                               sampling=sampling), example)
+            traces.append(trace)
+            step = trace.step(component)
+            x_k = step.inputs
+            if output is None:
+                output = dict(step.outputs)
+                if spec.choice_key and spec.param is not None:
+                    output[f"@{spec.param}"] = step.choices.get(spec.param, draw)
+                output = _jsonable(output)
+            key = canonical_json(output)
+            by_output.setdefault(key, Candidate(output)).rewards.append(float(trace.reward))
+    return list(by_output.values()), _jsonable(x_k), traces
+
+
+def _jsonable(value: Any) -> Any:
+    """Param values such as prompts become their JSON form so pairs can be digested."""
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
