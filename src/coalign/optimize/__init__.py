@@ -1,0 +1,12 @@
+"""The optimization loop, local optimizers per parameter kind, the gate and the cost ledger."""
+
+from coalign.optimize._base import BaseLocalOptimizer, LocalContext, NoopOptimizer
+from coalign.optimize._choice import ExpChoiceOptimizer, RewardSelector, softmax
+from coalign.optimize._gate import Gate, paired_bootstrap
+from coalign.optimize._ledger import Ledger, planned_runs, prefix_discount
+from coalign.optimize._loop import LoopSettings, Optimizer, StepRecord
+from coalign.optimize._text import TextOptimizer
+
+__all__ = ["BaseLocalOptimizer", "ExpChoiceOptimizer", "Gate", "Ledger", "LocalContext",
+           "LoopSettings", "NoopOptimizer", "Optimizer", "RewardSelector", "StepRecord",
+           "TextOptimizer", "paired_bootstrap", "planned_runs", "prefix_discount", "softmax"]

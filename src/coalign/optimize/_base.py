@@ -1,0 +1,84 @@
+"""What a local optimizer sees (``LocalContext``) and the protocol it implements.
+
+A local optimizer improves one parameter of one component with every other slot fixed, scoring
+candidates by the component's local reward over a search sample of recorded inputs x_k; it never
+runs the rest of the system. Running the component itself on the sample is its only cost.
+"""
+
+from __future__ import annotations
+
+import abc
+import random
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from coalign.config import SystemConfig
+from coalign.costs import CostAccount
+from coalign.pairs import canonical_json, to_jsonable
+from coalign.rewards import RewardModel
+from coalign.runtime import Runtime
+from coalign.task import Task
+from coalign.trace import Step, Trace
+
+
+@dataclass
+class LocalContext:
+    """Read-only view of one local optimization step plus the means to score candidates."""
+
+    task: Task
+    component: str
+    param: str
+    config: SystemConfig
+    search: Sequence[Mapping[str, Any]]  # recorded inputs x_k on the search sample
+    reward: RewardModel
+    runtime: Runtime
+    rng: random.Random
+    account: CostAccount
+    proposer: str | None = None  # model name of the LM that proposes instructions
+    history: list[tuple[Any, float]] = field(default_factory=list)  # (value, mean reward)
+    _cache: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = field(
+        default_factory=dict)
+
+    @property
+    def current(self) -> Any:
+        return self.config[self.component][self.param]
+
+    def outputs_under(self, value: Any) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+        """(x_k, y_k) for every search input, running the component alone under ``value``."""
+        key = canonical_json(to_jsonable(value))
+        if key not in self._cache:
+            cfg = self.config.with_value(self.component, self.param, value)
+            steps: list[Step] = [
+                self.task.system.run_component(self.component, x, cfg, self.runtime,
+                                               example_id=f"search{i}")
+                for i, x in enumerate(self.search)]
+            self.account.add_traces("local_search", [Trace("search", cfg.digest, {}, steps)])
+            self._cache[key] = [(s.inputs, s.outputs) for s in steps]
+        return self._cache[key]
+
+    def mean_reward(self, value: Any) -> float:
+        items = self.outputs_under(value)
+        if not items:
+            return 0.0
+        scores = self.reward.score_batch(self.component, items)
+        return float(statistics.fmean(float(s) for s in scores))
+
+
+class BaseLocalOptimizer(abc.ABC):
+    """Proposes a new value for ``ctx.param``; returning the current value means "no change"."""
+
+    @abc.abstractmethod
+    def propose(self, ctx: LocalContext) -> Any: ...
+
+    def after_step(self, accepted: bool) -> None:  # optional hook
+        return None
+
+
+class NoopOptimizer(BaseLocalOptimizer):
+    """Null object: always keeps the current value."""
+
+    def propose(self, ctx: LocalContext) -> Any:
+        return ctx.current
+

@@ -1,0 +1,44 @@
+"""The validation gate: strict improvement of summed reward, optionally with paired bootstrap."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+def paired_bootstrap(new: Sequence[float], old: Sequence[float], *, samples: int = 2000,
+                     seed: int = 0) -> tuple[float, float, float, float]:
+    """Mean paired difference (new - old), its 95% bootstrap interval, and P(diff > 0)."""
+    if len(new) != len(old) or not new:
+        raise ValueError("paired bootstrap needs two equally long, non-empty score lists")
+    diffs = [a - b for a, b in zip(new, old, strict=True)]
+    n = len(diffs)
+    rng = random.Random(seed)
+    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(samples))
+    lo, hi = means[int(0.025 * samples)], means[min(samples - 1, int(0.975 * samples))]
+    return sum(diffs) / n, lo, hi, sum(m > 0 for m in means) / samples
+
+
+@dataclass(frozen=True)
+class Gate:
+    """``strict``: accept iff the summed validation reward is strictly higher (the reference).
+
+    ``bootstrap``: additionally require P(paired mean difference > 0) ≥ ``confidence``, so a
+    small validation set does not accept noise.
+    """
+
+    kind: str = "strict"
+    confidence: float = 0.9
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("strict", "bootstrap"):
+            raise ValueError(f"gate must be 'strict' or 'bootstrap', got {self.kind!r}")
+
+    def accept(self, new: Sequence[float], old: Sequence[float]) -> bool:
+        if not sum(new) > sum(old):
+            return False
+        if self.kind == "strict":
+            return True
+        return paired_bootstrap(new, old, seed=self.seed)[3] >= self.confidence

@@ -1,0 +1,266 @@
+"""The optimization loop: one component at a time, local rewards, a strict validation gate.
+
+Each iteration draws a component uniformly, lets the local optimizer of its parameter kind propose
+a new value with every other slot fixed, validates the whole system on held-out inputs with
+``run_from`` (only the changed component and what is downstream re-run), and accepts only on a
+strictly higher summed reward. After an accepted step the local rewards are adapted on the pairs
+of a small fresh batch (stage 2). Every decision is written to the run store's step ledger; the
+reward model is checkpointed per step, so a killed run resumes where its ledger ends and, with
+the response cache, repeats no LLM call.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from coalign.config import SystemConfig
+from coalign.costs import CostAccount
+from coalign.data._base import Example
+from coalign.errors import ConfigError
+from coalign.optimize._base import BaseLocalOptimizer, LocalContext
+from coalign.optimize._choice import ExpChoiceOptimizer, RewardSelector
+from coalign.optimize._gate import Gate
+from coalign.optimize._ledger import Ledger
+from coalign.optimize._text import TextOptimizer
+from coalign.pairs import to_jsonable
+from coalign.rewards import LocalRewardModel, load_reward_model, save_reward_model
+from coalign.rollouts import RolloutSpec, collect_pairs
+from coalign.runtime import Runtime
+from coalign.store import RunStore
+from coalign.task import Task
+from coalign.trace import Trace
+
+
+@dataclass
+class LoopSettings:
+    iterations: int = 10
+    search_size: int = 10
+    fresh_inputs: int = 20
+    rollout_n: int = 3
+    temperature: float = 1.0
+    tau: float = 1.0
+    gate: Gate = field(default_factory=Gate)
+    proposer: str | None = None
+    components: Sequence[str] | None = None  # default: every component with params
+    seed: int = 0
+
+
+@dataclass
+class StepRecord:
+    step: int
+    component: str
+    param: str
+    accepted: bool
+    val_before: float
+    val_after: float | None
+    value: Any
+    reason: str
+    seconds: float
+
+
+class Optimizer:
+    def __init__(self, task: Task, train: Sequence[Example], val: Sequence[Example],
+                 runtime: Runtime, store: RunStore, reward: LocalRewardModel,
+                 settings: LoopSettings | None = None,
+                 optimizers: dict[str, BaseLocalOptimizer] | None = None) -> None:
+        if not train or not val:
+            raise ConfigError("optimization needs non-empty train and validation sets")
+        self.task, self.system = task, task.system
+        self.train, self.val = list(train), list(val)
+        self.runtime, self.store, self.reward = runtime, store, reward
+        self.s = settings or LoopSettings()
+        self.optimizers = optimizers or {"text": TextOptimizer(),
+                                         "choice": ExpChoiceOptimizer(self.s.tau)}
+        names = self.s.components or [c.name for c in self.system.components if c.params]
+        self.targets = [(c, p) for c in names for p in self.system.component(c).params]
+        if not self.targets:
+            raise ConfigError(f"system {self.system.name!r} has no parameters to optimize")
+        self.account = CostAccount([c.name for c in self.system.components])
+        self.config = self.system.default_config()
+        self.policies: set[tuple[str, str]] = set()  # per-instance params chosen by the LRF
+        self.val_traces: dict[str, Trace] = {}
+        self.history: list[StepRecord] = []
+        self._ckpt: str | None = None  # current reward-model checkpoint, relative to run dir
+
+    # -- public ---------------------------------------------------------------------------------
+
+    def run(self, on_step: Callable[[StepRecord], None] | None = None) -> list[StepRecord]:
+        start = self._resume()
+        if start == 0 and not self.store.get_meta("stage1_done"):
+            self._stage1()
+        self._validate_current()
+        for t in range(start, self.s.iterations):
+            record = self._iteration(t)
+            self.history.append(record)
+            if on_step is not None:
+                on_step(record)
+        return self.history
+
+    @property
+    def val_score(self) -> float:
+        return sum(t.reward or 0.0 for t in self.val_traces.values()) / len(self.val_traces)
+
+    def ledger(self) -> Ledger:
+        phases = sorted(self.account.executed)
+        return Ledger({p: self.account.equivalent_runs(p) for p in phases},
+                      {p: self.account.total_usage(p).calls for p in phases})
+
+    # -- phases -------------------------------------------------------------------------------
+
+    def _runtime(self, policies: set[tuple[str, str]]) -> Runtime:
+        selectors = dict(self.runtime.selectors)
+        selectors.update({key: RewardSelector(self.reward) for key in policies})
+        return Runtime(self.runtime.lms, selectors, self.runtime.sink, self.runtime.max_workers,
+                       self.runtime.seed)
+
+    def _specs(self, component: str) -> list[RolloutSpec]:
+        """Alternatives for each Choice param (choice-keyed when per-instance); samples for text."""
+        specs = []
+        for name, param in self.system.component(component).params.items():
+            if param.kind == "choice":
+                specs.append(RolloutSpec(param=name, alternatives=tuple(param.options),
+                                         choice_key=param.scope == "per_instance"))
+            elif param.kind == "text":
+                specs.append(RolloutSpec(n=self.s.rollout_n, temperature=self.s.temperature))
+        return specs
+
+    def _collect(self, examples: Sequence[Example], tag: str) -> list:
+        rt = self._runtime(self.policies)
+        base = {e.id: self.system.run(e.id, e.inputs, self.config, rt) for e in examples}
+        self.account.add_traces(tag, base.values())
+        pairs = []
+        for comp in dict.fromkeys(c for c, _ in self.targets):
+            for spec in self._specs(comp):
+                col = collect_pairs(self.task, comp, examples, self.config, rt, spec,
+                                    store=self.store, tag=tag, base_traces=base)
+                self.account.add_traces(tag, col.traces)
+                pairs += col.all
+        return pairs
+
+    def _checkpoint(self, name: str) -> str:
+        """Save the reward model under its own name (earlier checkpoints stay valid)."""
+        path = self.store.run_dir / "lrf" / name
+        save_reward_model(self.reward, path)
+        self._ckpt = str(path.relative_to(self.store.run_dir))
+        return self._ckpt
+
+    def _stage1(self) -> None:
+        pairs = self._collect(self.train, "lrf_train")
+        self.reward.fit(pairs)
+        with self.store.transaction():
+            self.store.set_meta("stage1_checkpoint", self._checkpoint("stage1"))
+            self.store.set_meta("stage1_account", self.account.to_json())
+            self.store.set_meta("stage1_done", True)
+
+    def _resume(self) -> int:
+        """Restore config, policies, costs and reward model from the last ledger entry."""
+        steps = self.store.steps()
+        self._ckpt = self.store.get_meta("stage1_checkpoint")
+        account = self.store.get_meta("stage1_account")
+        if steps:
+            last = steps[-1][2]
+            self.config = SystemConfig.from_json(self.system, last["config"])
+            self.policies = {(c, p) for c, p in last["policies"]}
+            self._ckpt, account = last["lrf_checkpoint"], last["account"]
+        if account:
+            self.account = CostAccount.from_json(account)
+        if self._ckpt:
+            self.reward = load_reward_model(self.store.run_dir / self._ckpt,
+                                            self.reward.backbone)
+        return steps[-1][0] + 1 if steps else 0
+
+    def _validate_current(self) -> None:
+        rt = self._runtime(self.policies)
+        for e in self.val:
+            trace = self.store.get_trace("val", e.id, self._key(self.config, self.policies))
+            if trace is None:
+                trace = self.task.score(self.system.run(e.id, e.inputs, self.config, rt), e)
+                self.account.add_traces("validation", [trace])
+                trace.config_digest = self._key(self.config, self.policies)
+                self.store.put_trace("val", trace)
+            self.val_traces[e.id] = trace
+
+    @staticmethod
+    def _key(config: SystemConfig, policies: set[tuple[str, str]]) -> str:
+        return config.digest + "".join(sorted(f"|{c}.{p}" for c, p in policies))
+
+    # -- one iteration ----------------------------------------------------------------------------
+
+    def _iteration(self, t: int) -> StepRecord:
+        t0 = time.perf_counter()
+        rng = random.Random(f"{self.s.seed}:step:{t}")
+        component = rng.choice(sorted({c for c, _ in self.targets}))
+        param = rng.choice([p for c, p in self.targets if c == component])
+        spec = self.system.component(component).params[param]
+        before = self.val_score
+        config, policies = self.config, set(self.policies)
+        if spec.scope == "per_instance":
+            policies.add((component, param))
+            value: Any = "lrf-selector"
+        else:
+            value = self._propose(component, param, spec.kind, rng)
+            config = self.config.with_value(component, param, value)
+        if config.digest == self.config.digest and policies == self.policies:
+            return self._record(t, component, param, False, before, None, value,
+                                "no change proposed", t0)
+        new_traces = self._validate(component, config, policies)
+        after = sum(tr.reward or 0.0 for tr in new_traces.values()) / len(new_traces)
+        old_scores = [self.val_traces[e.id].reward or 0.0 for e in self.val]
+        accepted = self.s.gate.accept([new_traces[e.id].reward or 0.0 for e in self.val],
+                                      old_scores)
+        if accepted:
+            self.config, self.policies, self.val_traces = config, policies, new_traces
+            for tr in new_traces.values():
+                self.store.put_trace("val", tr)
+            fresh = self._fresh_batch(t)
+            self.reward.adapt(self._collect(fresh, "adapt"))
+            self._checkpoint(f"step{t}")
+        reason = "validation improved" if accepted else "validation did not improve"
+        return self._record(t, component, param, accepted, before, after, value, reason, t0)
+
+    def _propose(self, component: str, param: str, kind: str, rng: random.Random) -> Any:
+        if kind not in self.optimizers:
+            raise ConfigError(f"no local optimizer for param kind {kind!r} "
+                              f"({component}.{param}); have {sorted(self.optimizers)}")
+        search = self.train[: self.s.search_size]
+        rt = self._runtime(self.policies)
+        traces = [self.system.run(e.id, e.inputs, self.config, rt) for e in search]
+        self.account.add_traces("local_search", traces)
+        inputs = [tr.step(component).inputs for tr in traces
+                  if not tr.step(component).skipped]
+        ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
+                           rng, self.account, proposer=self.s.proposer)
+        return self.optimizers[kind].propose(ctx)
+
+    def _validate(self, component: str, config: SystemConfig,
+                  policies: set[tuple[str, str]]) -> dict[str, Trace]:
+        rt, key = self._runtime(policies), self._key(config, policies)
+        out = {}
+        for e in self.val:
+            trace = self.task.score(self.system.run_from(component, self.val_traces[e.id],
+                                                         config, rt), e)
+            trace.config_digest = key
+            out[e.id] = trace
+        self.account.add_traces("validation", out.values())
+        return out
+
+    def _fresh_batch(self, t: int) -> list[Example]:
+        n = min(self.s.fresh_inputs, len(self.train))
+        start = (t * n) % len(self.train)
+        return [self.train[(start + i) % len(self.train)] for i in range(n)]
+
+    def _record(self, t: int, component: str, param: str, accepted: bool, before: float,
+                after: float | None, value: Any, reason: str, t0: float) -> StepRecord:
+        rec = StepRecord(t, component, param, accepted, before, after, to_jsonable(value),
+                         reason, time.perf_counter() - t0)
+        self.store.put_step(t, "accepted" if accepted else "rejected", {
+            "component": component, "param": param, "value": rec.value, "reason": reason,
+            "val_before": before, "val_after": after, "seconds": rec.seconds,
+            "config": self.config.to_json(), "policies": sorted(self.policies),
+            "lrf_checkpoint": self._ckpt, "account": self.account.to_json(),
+            "ledger": self.ledger().to_json()})
+        return rec

@@ -1,0 +1,90 @@
+"""Local optimization of a ``Text`` param (instruction + demonstrations).
+
+Each step proposes ``n_candidates`` from three sources, round-robin: a proposer LM shown the best
+scored instructions so far (OPRO-style), demonstrations bootstrapped from the search outputs the
+LRF ranks highest, and simple edit operators. Every candidate is scored by the mean local reward
+of the component's outputs on the search sample; the best value found is proposed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from coalign.component import first_line, render_value
+from coalign.lm import chat
+from coalign.optimize._base import BaseLocalOptimizer, LocalContext
+from coalign.params import Text, TextValue
+
+EDITS: tuple[Callable[[str], str], ...] = (
+    lambda s: s + " Reply with only the answer, no explanation.",
+    lambda s: s + " Be concise.",
+    lambda s: s + " Copy names and numbers exactly as they appear in the input.",
+    lambda s: ". ".join(s.split(". ")[:-1]) + "." if ". " in s else s + " Think of what is asked.",
+    lambda s: "Read the input carefully. " + s,
+)
+
+META = ("You improve instructions for one step of an AI pipeline.\nStep: {desc}\n"
+        "Instructions tried so far, with their scores (higher is better):\n{tried}\n"
+        "Write one new instruction that should score higher. Reply with the instruction only.")
+
+
+class TextOptimizer(BaseLocalOptimizer):
+    def __init__(self, n_candidates: int = 3, steps: int = 3, n_demos: int = 2,
+                 max_demo_chars: int = 400) -> None:
+        self.n_candidates = n_candidates
+        self.steps = steps
+        self.n_demos = n_demos
+        self.max_demo_chars = max_demo_chars
+
+    def propose(self, ctx: LocalContext) -> Any:
+        spec = ctx.task.system.component(ctx.component).params[ctx.param]
+        pool: dict[str, tuple[TextValue, float]] = {}
+
+        def score(value: TextValue) -> None:
+            key = repr(value)
+            if key not in pool:
+                pool[key] = (value, ctx.mean_reward(value))
+                ctx.history.append(pool[key])
+
+        score(ctx.current)
+        sources = [self._from_proposer, self._from_edit, self._from_demos]
+        turn = 0
+        for _ in range(self.steps):
+            for _ in range(self.n_candidates):
+                best = max(pool.values(), key=lambda vs: vs[1])[0]
+                candidate = sources[turn % len(sources)](ctx, best, pool)
+                turn += 1
+                if candidate is not None and isinstance(spec, Text):
+                    score(spec.validate(candidate))
+        best_value, best_score = max(pool.values(), key=lambda vs: vs[1])
+        return best_value if best_score > pool[repr(ctx.current)][1] else ctx.current
+
+    def _from_proposer(self, ctx: LocalContext, best: TextValue,
+                       pool: dict[str, tuple[TextValue, float]]) -> TextValue | None:
+        if ctx.proposer is None:
+            return None
+        ranked = sorted(pool.values(), key=lambda vs: vs[1])[-5:]
+        tried = "\n".join(f"- {v.instruction} (score {s:.3f})" for v, s in ranked)
+        desc = ctx.task.system.component(ctx.component).description
+        request = chat(META.format(desc=desc, tried=tried), max_tokens=80, temperature=0.9,
+                       sample_index=len(pool))
+        text = first_line(ctx.runtime.lm(ctx.proposer).generate(request).text,
+                          ("instruction:", "new instruction:"))
+        return TextValue(text.strip('"'), best.demos) if len(text) > 10 else None
+
+    def _from_edit(self, ctx: LocalContext, best: TextValue,
+                   pool: dict[str, tuple[TextValue, float]]) -> TextValue:
+        edit = EDITS[ctx.rng.randrange(len(EDITS))]
+        return TextValue(edit(best.instruction), best.demos)
+
+    def _from_demos(self, ctx: LocalContext, best: TextValue,
+                    pool: dict[str, tuple[TextValue, float]]) -> TextValue | None:
+        items = ctx.outputs_under(best)
+        if not items:
+            return None
+        scores = ctx.reward.score_batch(ctx.component, items)
+        order = sorted(range(len(items)), key=lambda i: -float(scores[i]))[: self.n_demos]
+        demos = tuple({**{k: render_value(v, self.max_demo_chars) for k, v in items[i][0].items()},
+                       **{k: str(v) for k, v in items[i][1].items()}} for i in order)
+        return TextValue(best.instruction, demos)

@@ -1,0 +1,111 @@
+import pytest
+
+from coalign.component import FunctionComponent, LLMComponent
+from coalign.data import Example
+from coalign.lm import CachedLM
+from coalign.optimize import Gate, LoopSettings, Optimizer, paired_bootstrap, softmax
+from coalign.params import Choice
+from coalign.rewards import HashingBackbone, LocalRewardModel
+from coalign.runtime import Runtime
+from coalign.store import RunStore
+from coalign.system import System
+from coalign.task import Task
+from tests.fakes import FakeLM
+
+
+def test_softmax_reference_check_figure():
+    probs = softmax([0.62, 0.58, 0.51])
+    assert [round(p, 3) for p in probs] == [0.350, 0.336, 0.314]
+    assert softmax([1.0, 1.0], tau=0.1) == pytest.approx([0.5, 0.5])
+    with pytest.raises(ValueError, match="tau"):
+        softmax([1.0], tau=0)
+
+
+def test_gate_is_strict_and_bootstrap_is_stricter():
+    assert not Gate().accept([0.5, 0.5], [0.5, 0.5])  # a tie is rejected
+    assert Gate().accept([0.5, 0.6], [0.5, 0.5])
+    noisy_new, noisy_old = [1, 0, 1, 0, 1, 1], [0, 1, 0, 1, 1, 0.9]
+    assert Gate().accept(noisy_new, noisy_old)
+    assert not Gate("bootstrap", confidence=0.9).accept(noisy_new, noisy_old)
+    assert Gate("bootstrap").accept([1.0] * 10, [0.0] * 10)
+    mean, lo, hi, p = paired_bootstrap([1.0] * 5, [0.0] * 5)
+    assert (mean, lo, hi, p) == (1.0, 1.0, 1.0, 1.0)
+
+
+def writer_lm():
+    # "good" when the instruction asks for concision, else "bad"; sampling alternates
+    def answer(r):
+        if r.temperature > 0:
+            return "good" if r.sample_index % 2 == 0 else "bad"
+        return "good" if "concise" in r.messages[0].content.lower() else "bad"
+    return FakeLM(answer)
+
+
+def toy_task():
+    writer = LLMComponent("writer", ["q"], "draft", "Write something.", model="m")
+    pick = FunctionComponent("pick", lambda x, c, ctx: {"level": c["level"]}, ["q"], ["level"],
+                             params={"level": Choice([1, 2, 3], 1)})
+    join = FunctionComponent("join", lambda x, c, ctx: {"score": (x["draft"] == "good") + 0.1 *
+                                                        x["level"]}, ["draft", "level"], ["score"])
+    return Task(System("toy", [writer, pick, join], ["q"], "score"), lambda p, e: float(p), "s")
+
+
+def make_optimizer(tmp_path, lm, iterations=6):
+    task = toy_task()
+    train = [Example(f"t{i}", {"q": f"train {i}"}, None) for i in range(6)]
+    val = [Example(f"v{i}", {"q": f"val {i}"}, None) for i in range(4)]
+    rt = Runtime(lms={"m": CachedLM(lm, tmp_path / "cache.sqlite")})
+    reward = LocalRewardModel(HashingBackbone(64), {"writer": "writes", "pick": "picks"})
+    settings = LoopSettings(iterations=iterations, search_size=3, fresh_inputs=2, rollout_n=4,
+                            seed=1)
+    return Optimizer(task, train, val, rt, RunStore(tmp_path), reward, settings)
+
+
+def test_loop_improves_and_only_accepts_strict_gains(tmp_path):
+    lm = writer_lm()
+    opt = make_optimizer(tmp_path, lm)
+    history = opt.run()
+    assert len(history) == 6
+    assert opt.val_score > 0.1 + 1e-9  # started at level 1 with "bad" drafts
+    for rec in history:
+        if rec.accepted:
+            assert rec.val_after > rec.val_before
+    steps = opt.store.steps()
+    assert [s for s, _, _ in steps] == list(range(6))
+    ledger = opt.ledger()
+    assert ledger.runs["lrf_train"] > 0 and ledger.runs["validation"] > 0
+    if any(r.accepted for r in history):
+        assert ledger.runs["adapt"] > 0
+
+
+def test_killed_loop_resumes_without_losing_steps_or_repeating_calls(tmp_path):
+    lm = writer_lm()
+    opt = make_optimizer(tmp_path / "a", lm)
+
+    class Killed(Exception):
+        pass
+
+    def die(rec):
+        if rec.step == 2:
+            raise Killed
+
+    with pytest.raises(Killed):
+        opt.run(on_step=die)
+    before = opt.store.steps()
+    assert [s for s, _, _ in before] == [0, 1, 2]
+    calls = lm.calls
+    resumed = make_optimizer(tmp_path / "a", lm)
+    resumed.run()
+    after = resumed.store.steps()
+    assert [s for s, _, _ in after] == list(range(6))
+    assert after[:3] == before  # no ledger entry lost or rewritten
+    last_accepted = [r for _, st, r in before if st == "accepted"]
+    if last_accepted:
+        assert resumed.history[0].val_before == pytest.approx(last_accepted[-1]["val_after"])
+    # resuming replays stage 1 and validation from the store and the cache: calls only grow
+    # by the new steps' own work
+    assert lm.calls >= calls
+    rerun = make_optimizer(tmp_path / "a", lm)
+    n = lm.calls
+    rerun.run()  # everything done: nothing to do, no LLM call
+    assert lm.calls == n and rerun.history == []
