@@ -1,0 +1,37 @@
+"""Language-model backends, response cache and usage meter."""
+
+from coalign.lm._base import LM, LMError, LMRequest, LMResponse, Message, chat
+from coalign.lm._cache import CachedLM
+from coalign.lm._factory import BACKENDS, LMSpec, make_lm, parse_spec
+from coalign.lm._llamacpp import LlamaCpp, LoadedModel, ModelPool, default_pool
+from coalign.lm._meter import MeteredLM, Price, PriceTable, Usage, UsageMeter
+from coalign.lm._models import BundledModel, ModelResolver, ResolvedModel, default_cache_dir
+from coalign.lm._openai import OpenAICompatible
+
+__all__ = [
+    "BACKENDS",
+    "BundledModel",
+    "CachedLM",
+    "LM",
+    "LMError",
+    "LMRequest",
+    "LMResponse",
+    "LMSpec",
+    "LlamaCpp",
+    "LoadedModel",
+    "Message",
+    "MeteredLM",
+    "ModelPool",
+    "ModelResolver",
+    "OpenAICompatible",
+    "Price",
+    "PriceTable",
+    "ResolvedModel",
+    "Usage",
+    "UsageMeter",
+    "chat",
+    "default_cache_dir",
+    "default_pool",
+    "make_lm",
+    "parse_spec",
+]
