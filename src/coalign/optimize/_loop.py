@@ -27,7 +27,12 @@ from coalign.optimize._gate import Gate
 from coalign.optimize._ledger import Ledger
 from coalign.optimize._text import TextOptimizer
 from coalign.pairs import to_jsonable
-from coalign.rewards import LocalRewardModel, load_reward_model, save_reward_model
+from coalign.rewards import (
+    LocalRewardModel,
+    load_reward_model,
+    pairwise_accuracy,
+    save_reward_model,
+)
 from coalign.rollouts import RolloutSpec, collect_pairs
 from coalign.runtime import Runtime
 from coalign.store import RunStore
@@ -85,15 +90,28 @@ class Optimizer:
         self.val_traces: dict[str, Trace] = {}
         self.history: list[StepRecord] = []
         self._ckpt: str | None = None  # current reward-model checkpoint, relative to run dir
+        self._start: int | None = None  # first iteration to run; set by prepare()
 
     # -- public ---------------------------------------------------------------------------------
 
-    def run(self, on_step: Callable[[StepRecord], None] | None = None) -> list[StepRecord]:
-        start = self._resume()
-        if start == 0 and not self.store.get_meta("stage1_done"):
+    def prepare(self) -> None:
+        """Resume from the ledger, or run stage 1; then score the current config on val."""
+        if self._start is not None:
+            return
+        self._start = self._resume()
+        if self._start == 0 and not self.store.get_meta("stage1_done"):
             self._stage1()
         self._validate_current()
-        for t in range(start, self.s.iterations):
+
+    def history_so_far(self) -> list[StepRecord]:
+        """Steps already in the ledger (from an earlier, interrupted run)."""
+        return [StepRecord(t, r["component"], r["param"], st == "accepted", r["val_before"],
+                           r["val_after"], r["value"], r["reason"], r["seconds"])
+                for t, st, r in self.store.steps()]
+
+    def run(self, on_step: Callable[[StepRecord], None] | None = None) -> list[StepRecord]:
+        self.prepare()
+        for t in range(self._start or 0, self.s.iterations):
             record = self._iteration(t)
             self.history.append(record)
             if on_step is not None:
@@ -111,7 +129,7 @@ class Optimizer:
 
     # -- phases -------------------------------------------------------------------------------
 
-    def _runtime(self, policies: set[tuple[str, str]]) -> Runtime:
+    def runtime_for(self, policies: set[tuple[str, str]]) -> Runtime:
         selectors = dict(self.runtime.selectors)
         selectors.update({key: RewardSelector(self.reward) for key in policies})
         return Runtime(self.runtime.lms, selectors, self.runtime.sink, self.runtime.max_workers,
@@ -129,7 +147,7 @@ class Optimizer:
         return specs
 
     def _collect(self, examples: Sequence[Example], tag: str) -> list:
-        rt = self._runtime(self.policies)
+        rt = self.runtime_for(self.policies)
         base = {e.id: self.system.run(e.id, e.inputs, self.config, rt) for e in examples}
         self.account.add_traces(tag, base.values())
         pairs = []
@@ -150,11 +168,26 @@ class Optimizer:
 
     def _stage1(self) -> None:
         pairs = self._collect(self.train, "lrf_train")
+        self._measure_alignment(pairs)
         self.reward.fit(pairs)
         with self.store.transaction():
             self.store.set_meta("stage1_checkpoint", self._checkpoint("stage1"))
             self.store.set_meta("stage1_account", self.account.to_json())
             self.store.set_meta("stage1_done", True)
+
+    def _measure_alignment(self, pairs: list) -> None:
+        """Held-out pairwise accuracy per component: fit on 80% of inputs, test on the rest."""
+        ids = sorted({p.example_id for p in pairs})
+        held = set(ids[: max(1, len(ids) // 5)])
+        fit = [p for p in pairs if p.example_id not in held]
+        test = [p for p in pairs if p.example_id in held and not p.is_tie]
+        if not test or not any(not p.is_tie for p in fit):
+            return
+        self.reward.fit(fit)
+        result = pairwise_accuracy(self.reward, test)
+        self.store.set_meta("lrf_alignment", {
+            c: {"pairs": result.counts[c][1], "accuracy": result.accuracy(c)}
+            for c in result.counts})
 
     def _resume(self) -> int:
         """Restore config, policies, costs and reward model from the last ledger entry."""
@@ -174,7 +207,7 @@ class Optimizer:
         return steps[-1][0] + 1 if steps else 0
 
     def _validate_current(self) -> None:
-        rt = self._runtime(self.policies)
+        rt = self.runtime_for(self.policies)
         for e in self.val:
             trace = self.store.get_trace("val", e.id, self._key(self.config, self.policies))
             if trace is None:
@@ -227,7 +260,7 @@ class Optimizer:
             raise ConfigError(f"no local optimizer for param kind {kind!r} "
                               f"({component}.{param}); have {sorted(self.optimizers)}")
         search = self.train[: self.s.search_size]
-        rt = self._runtime(self.policies)
+        rt = self.runtime_for(self.policies)
         traces = [self.system.run(e.id, e.inputs, self.config, rt) for e in search]
         self.account.add_traces("local_search", traces)
         inputs = [tr.step(component).inputs for tr in traces
@@ -238,7 +271,7 @@ class Optimizer:
 
     def _validate(self, component: str, config: SystemConfig,
                   policies: set[tuple[str, str]]) -> dict[str, Trace]:
-        rt, key = self._runtime(policies), self._key(config, policies)
+        rt, key = self.runtime_for(policies), self._key(config, policies)
         out = {}
         for e in self.val:
             trace = self.task.score(self.system.run_from(component, self.val_traces[e.id],

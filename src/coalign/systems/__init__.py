@@ -1,6 +1,8 @@
 """Ready-made systems: ``multihop_qa`` and the reference's worked toys."""
 
 from coalign.systems._multihop import multihop_qa
+from coalign.systems._pubmed import pubmedqa_select
+from coalign.systems._registry import SYSTEMS, models_of
 from coalign.systems._toys import (
     HINT_TOY,
     MODEL_SELECTOR_TOY,
@@ -13,5 +15,6 @@ from coalign.systems._toys import (
     rollout_picks,
 )
 
-__all__ = ["HINT_TOY", "MODEL_SELECTOR_TOY", "RETRIEVER_TOY", "TOYS", "ProxySelector",
-           "TableSelector", "Toy", "mean_reward", "multihop_qa", "rollout_picks"]
+__all__ = ["HINT_TOY", "MODEL_SELECTOR_TOY", "RETRIEVER_TOY", "SYSTEMS", "TOYS", "ProxySelector",
+           "TableSelector", "Toy", "mean_reward", "models_of", "multihop_qa", "pubmedqa_select",
+           "rollout_picks"]

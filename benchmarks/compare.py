@@ -1,0 +1,104 @@
+"""coalign vs unoptimized vs random search at a matched budget (equivalent full-system runs).
+
+Systems: ``multihop_qa`` on HotpotQA and ``pubmedqa_select`` (per-question model choice between
+SmolLM2-135M and Qwen2.5-0.5B, plus prompts) on PubMedQA, both on the local LLMs. coalign runs
+first; random search then gets the same number of equivalent runs. Every difference to the
+unoptimized system comes with a paired bootstrap 95% interval over test questions. Runs live in
+``--run-dir`` with the response cache, so an interrupted benchmark resumes.
+
+    python benchmarks/compare.py [--quick] [--json PATH] [--run-dir DIR] [--seeds 0 1 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from coalign.job import Job, parse_run_config
+from coalign.optimize import paired_bootstrap
+from coalign.optimize._baselines import random_search
+from coalign.runner import evaluate
+
+SYSTEMS = {"multihop_qa": "hotpotqa", "pubmedqa_select": "pubmedqa"}
+
+
+def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path) -> dict:
+    split = ({"train": 6, "val": 6, "test": 10} if quick else
+             {"train": 24, "val": 24, "test": 200})
+    budget = ({"iterations": 2, "search_size": 3, "fresh_inputs": 3, "rollout_n": 2} if quick
+              else {"iterations": 8, "search_size": 6, "fresh_inputs": 6, "rollout_n": 3})
+    cfg = parse_run_config({"system": name, "data": data, "split": {**split, "seed": seed},
+                            "budget": budget, "seed": seed, "proposer": "qwen2.5-0.5b"})
+    job = Job.open(cfg, run_dir / f"{name}-seed{seed}")
+    opt, out = job.optimizer, {}
+
+    t0 = time.perf_counter()
+    base = evaluate(job.task, job.test, job.task.system.default_config(), opt.runtime_for(set()),
+                    job.store, tag="test")
+    out["unoptimized"] = {"test_metric": base.mean_reward, "equiv_runs": 0.0, "llm_calls": 0,
+                          "wall_s": time.perf_counter() - t0}
+
+    t0 = time.perf_counter()
+    opt.run()
+    _, tuned = job.evaluate_test()
+    ledger = opt.ledger()
+    accepted = [r for _, st, r in job.store.steps() if st == "accepted"]
+    out["coalign"] = {"test_metric": tuned.mean_reward, "equiv_runs": ledger.total_runs,
+                      "llm_calls": sum(ledger.llm_calls.values()),
+                      "wall_s": time.perf_counter() - t0, "accepted_steps": len(accepted),
+                      "val_before": accepted[0]["val_before"] if accepted else None,
+                      "val_after": accepted[-1]["val_after"] if accepted else None}
+
+    t0 = time.perf_counter()
+    rs = random_search(job.task, job.val, opt.runtime_for(set()), ledger.total_runs,
+                       seed=seed, components=cfg.components)
+    rs_test = evaluate(job.task, job.test, rs.best, opt.runtime_for(set()), job.store,
+                       tag="test")
+    out["random_search"] = {"test_metric": rs_test.mean_reward, "equiv_runs": rs.equiv_runs,
+                            "llm_calls": rs.account.total_usage().calls,
+                            "wall_s": time.perf_counter() - t0, "configs_tried": len(rs.tried)}
+
+    base_scores = [t.reward or 0.0 for t in base.traces]
+    for method, result in (("coalign", tuned), ("random_search", rs_test)):
+        mean, lo, hi, _ = paired_bootstrap([t.reward or 0.0 for t in result.traces],
+                                           base_scores, seed=seed)
+        out[method]["diff_vs_unoptimized"] = {"mean": mean, "ci95": [lo, hi]}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--run-dir", type=Path, default=Path("runs/compare"))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS))
+    args = parser.parse_args()
+    run_dir = args.run_dir / ("quick" if args.quick else "full")
+    results: dict = {"systems": {}}
+    for name in args.systems:
+        per_seed = [run_system(name, SYSTEMS[name], args.quick, s, run_dir) for s in args.seeds]
+        merged = {}
+        for method in per_seed[0]:
+            rows = [r[method] for r in per_seed]
+            merged[method] = {k: sum(r[k] for r in rows) / len(rows)
+                              for k in ("test_metric", "equiv_runs", "llm_calls", "wall_s")}
+            merged[method]["per_seed"] = rows
+        results["systems"][name] = merged
+        print(f"\n{name} ({SYSTEMS[name]}), seeds {args.seeds}")
+        print(f"{'method':<15} {'test':>7} {'Δ vs unopt [95% CI]':>26} {'equiv runs':>10} "
+              f"{'LLM calls':>9} {'wall s':>7}")
+        for method, m in merged.items():
+            diff = m["per_seed"][0].get("diff_vs_unoptimized")
+            d = (f"{diff['mean']:+.3f} [{diff['ci95'][0]:+.3f}, {diff['ci95'][1]:+.3f}]"
+                 if diff else "")
+            print(f"{method:<15} {m['test_metric']:>7.3f} {d:>26} {m['equiv_runs']:>10.1f} "
+                  f"{m['llm_calls']:>9.0f} {m['wall_s']:>7.0f}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""An optimization job from a YAML/JSON file: system, data split, budget; run, resume, summarize.
+
+```yaml
+system: multihop_qa          # a name from coalign.systems
+model: qwen2.5-0.5b          # task model (name or spec)
+data: world                  # world | hotpotqa | musique | pubmedqa | FILE.jsonl
+split: {train: 12, val: 8, test: 20, seed: 0}
+budget: {iterations: 4, search_size: 4, fresh_inputs: 4, rollout_n: 3}
+gate: strict                 # or bootstrap
+proposer: qwen2.5-0.5b       # LM proposing instructions (omit to use edits and demos only)
+components: [retriever, answer_generator]   # optional subset to optimize
+```
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from coalign.data import Example, split
+from coalign.errors import ConfigError
+from coalign.optimize import Gate, LoopSettings, Optimizer
+from coalign.rewards import LocalRewardModel, make_backbone
+from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load_dataset
+from coalign.store import RunStore
+from coalign.systems import SYSTEMS, models_of
+from coalign.task import Task
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SplitSpec(_Strict):
+    train: int = Field(12, ge=1)
+    val: int = Field(8, ge=1)
+    test: int = Field(20, ge=1)
+    seed: int = 0
+
+
+class BudgetSpec(_Strict):
+    iterations: int = Field(4, ge=0)
+    search_size: int = Field(4, ge=1)
+    fresh_inputs: int = Field(4, ge=1)
+    rollout_n: int = Field(3, ge=2)
+
+
+class RunConfig(_Strict):
+    system: str = "multihop_qa"
+    model: str = "qwen2.5-0.5b"
+    data: str = "world"
+    split: SplitSpec = SplitSpec()
+    budget: BudgetSpec = BudgetSpec()
+    gate: Literal["strict", "bootstrap"] = "strict"
+    proposer: str | None = None
+    components: list[str] | None = None  # optimize only these (default: all with params)
+    backbone: str = "minilm"
+    seed: int = 0
+    workers: int = 1
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+
+def load_run_config(path: Path) -> RunConfig:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"run config not found: {path}") from None
+    try:
+        raw = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"run config {path} is not valid YAML/JSON: {exc}".splitlines()[0]) \
+            from None
+    return parse_run_config(raw or {}, str(path))
+
+
+def parse_run_config(raw: Any, where: str = "run config") -> RunConfig:
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        raise ConfigError(f"{where}: field {loc!r}: {err['msg']}") from None
+
+
+@dataclass
+class Job:
+    cfg: RunConfig
+    task: Task
+    train: list[Example]
+    val: list[Example]
+    test: list[Example]
+    store: RunStore
+    optimizer: Optimizer
+
+    @classmethod
+    def open(cls, cfg: RunConfig, run_dir: Path) -> Job:
+        """Build (or reopen) the job in ``run_dir``; a different config there is refused."""
+        if cfg.system not in SYSTEMS:
+            raise ConfigError(f"unknown system {cfg.system!r}; available: {sorted(SYSTEMS)}")
+        task = SYSTEMS[cfg.system](cfg.model)
+        s = cfg.split
+        examples = load_dataset(cfg.data, s.train + s.val + s.test, cfg.seed)
+        if len(examples) < s.train + s.val + s.test:
+            raise ConfigError(f"dataset {cfg.data!r} has {len(examples)} examples; the split "
+                              f"needs {s.train + s.val + s.test}")
+        train, val, test = split(examples, [s.train, s.val, s.test], seed=s.seed)
+        store = RunStore(run_dir)
+        existing = store.get_meta("run_config_digest")
+        if existing is not None and existing != cfg.digest:
+            raise ConfigError(f"run dir {run_dir} holds a different run config; use a new "
+                              "--run-dir or the same config")
+        with store.transaction():
+            store.set_meta("run_config", cfg.model_dump())
+            store.set_meta("run_config_digest", cfg.digest)
+            store.set_meta("system", cfg.system)
+        models = sorted(set(models_of(task)) | ({cfg.proposer} if cfg.proposer else set()))
+        runtime, _ = build_runtime(models, run_dir / CACHE_NAME, max_workers=cfg.workers,
+                                   seed=cfg.seed)
+        reward = LocalRewardModel(make_backbone(cfg.backbone),
+                                  {c.name: c.description for c in task.system.components})
+        b = cfg.budget
+        settings = LoopSettings(iterations=b.iterations, search_size=b.search_size,
+                                fresh_inputs=b.fresh_inputs, rollout_n=b.rollout_n,
+                                gate=Gate(cfg.gate, seed=cfg.seed), proposer=cfg.proposer,
+                                components=cfg.components, seed=cfg.seed)
+        optimizer = Optimizer(task, train, val, runtime, store, reward, settings)
+        return cls(cfg, task, train, val, test, store, optimizer)
+
+    def evaluate_test(self) -> tuple[EvalResult, EvalResult]:
+        """Test metric of the unoptimized and the optimized system (stored, resumable)."""
+        opt = self.optimizer
+        before = evaluate(self.task, self.test, self.task.system.default_config(),
+                          opt.runtime_for(set()), self.store, tag="test")
+        after = evaluate(self.task, self.test, opt.config, opt.runtime_for(opt.policies),
+                         self.store, tag="test" + "".join(f"|{c}.{p}" for c, p in
+                                                          sorted(opt.policies)))
+        self.store.set_meta("result", {"metric": self.task.metric_name,
+                                       "before": before.mean_reward, "after": after.mean_reward,
+                                       "test_size": len(self.test)})
+        return before, after
+
+
+def resume_config(run_dir: Path) -> RunConfig:
+    store = RunStore(run_dir, create=False)
+    raw = store.get_meta("run_config")
+    store.close()
+    if raw is None:
+        raise ConfigError(f"{run_dir} has no run config: it was not made by coalign optimize")
+    return parse_run_config(raw, f"{run_dir} run config")

@@ -1,0 +1,99 @@
+"""Baselines behind the same runner and budget unit (equivalent full-system runs).
+
+* ``random_search``: draw random joint configurations (random options for choices, random edits
+  of the instructions for prompts), score each on the validation set with full runs, keep the
+  best; stops when the next candidate would exceed the budget.
+* ``grid_search``: every combination of the finite (``Choice``) parameters, in order, within
+  the budget.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from coalign.config import SystemConfig
+from coalign.costs import CostAccount
+from coalign.data._base import Example
+from coalign.optimize._text import EDITS
+from coalign.params import TextValue
+from coalign.runtime import Runtime
+from coalign.task import Task
+
+
+@dataclass
+class SearchResult:
+    best: SystemConfig
+    best_score: float
+    tried: list[tuple[str, float]] = field(default_factory=list)  # (config digest, val score)
+    account: CostAccount | None = None
+
+    @property
+    def equiv_runs(self) -> float:
+        return self.account.equivalent_runs() if self.account else 0.0
+
+
+def _score(task: Task, config: SystemConfig, val: Sequence[Example], runtime: Runtime,
+           account: CostAccount) -> float:
+    traces = [task.score(task.system.run(e.id, e.inputs, config, runtime), e) for e in val]
+    account.add_traces("baseline_search", traces)
+    return sum(t.reward or 0.0 for t in traces) / len(traces)
+
+
+def _random_value(spec: Any, current: Any, rng: random.Random) -> Any:
+    if spec.kind == "choice":
+        return rng.choice(spec.options)
+    if spec.kind == "text":
+        edit = EDITS[rng.randrange(len(EDITS))]
+        return TextValue(edit(current.instruction), current.demos)
+    return current
+
+
+def random_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_runs: float, *,
+                  seed: int = 0, components: Sequence[str] | None = None) -> SearchResult:
+    """Random joint configurations within ``budget_runs`` (the default config counts too)."""
+    rng = random.Random(f"random-search:{seed}")
+    system = task.system
+    account = CostAccount([c.name for c in system.components])
+    names = components or [c.name for c in system.components if c.params]
+    best = system.default_config()
+    best_score = _score(task, best, val, runtime, account)
+    result = SearchResult(best, best_score, [(best.digest, best_score)], account)
+    while account.equivalent_runs() + len(val) <= budget_runs:
+        config = system.default_config()
+        for comp in names:
+            for pname, spec in system.component(comp).params.items():
+                if spec.scope == "global":
+                    config = config.with_value(comp, pname,
+                                               _random_value(spec, config[comp][pname], rng))
+        score = _score(task, config, val, runtime, account)
+        result.tried.append((config.digest, score))
+        if score > result.best_score:
+            result.best, result.best_score = config, score
+    return result
+
+
+def grid_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_runs: float,
+                components: Sequence[str] | None = None) -> SearchResult:
+    """Every combination of the global ``Choice`` params, in order, within ``budget_runs``."""
+    system = task.system
+    account = CostAccount([c.name for c in system.components])
+    names = components or [c.name for c in system.components if c.params]
+    axes = [(c, p, spec.options) for c in names
+            for p, spec in system.component(c).params.items()
+            if spec.kind == "choice" and spec.scope == "global"]
+    result = SearchResult(system.default_config(), float("-inf"), [], account)
+    for combo in itertools.product(*(opts for _, _, opts in axes)):
+        if account.equivalent_runs() + len(val) > budget_runs:
+            break
+        config = system.default_config()
+        for (comp, pname, _), value in zip(axes, combo, strict=True):
+            config = config.with_value(comp, pname, value)
+        score = _score(task, config, val, runtime, account)
+        result.tried.append((config.digest, score))
+        if score > result.best_score:
+            result.best, result.best_score = config, score
+    return result

@@ -1,0 +1,26 @@
+"""Systems by name (for the CLI and run configs) and the model names a task uses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from coalign.systems._multihop import multihop_qa
+from coalign.systems._pubmed import pubmedqa_select
+from coalign.task import Task
+
+SYSTEMS: dict[str, Callable[[str], Task]] = {
+    "multihop_qa": lambda model: multihop_qa(model),
+    "pubmedqa_select": lambda model: pubmedqa_select(model),
+}
+
+
+def models_of(task: Task) -> list[str]:
+    """Every model name the task's LLM components may call."""
+    names: set[str] = set()
+    for comp in task.system.components:
+        model = getattr(comp, "model", None)
+        if isinstance(model, str):
+            names.add(model)
+        elif model is not None:
+            names.update(model.options)
+    return sorted(names)

@@ -1,0 +1,46 @@
+import json
+
+import pytest
+
+from coalign.errors import ConfigError
+from coalign.job import load_run_config, parse_run_config
+from tests.test_cli_core import one_line_error, run_cli
+
+
+def test_defaults_and_yaml(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("system: multihop_qa\nsplit: {train: 3, val: 2, test: 2}\n"
+                    "budget: {iterations: 1}\ngate: bootstrap\n")
+    cfg = load_run_config(path)
+    assert cfg.split.train == 3 and cfg.budget.iterations == 1 and cfg.gate == "bootstrap"
+    assert cfg.budget.search_size == 4  # default kept
+    same = parse_run_config(json.loads(cfg.model_dump_json()))
+    assert same.digest == cfg.digest
+
+
+@pytest.mark.parametrize("raw,match", [
+    ({"budget": {"iterations": -1}}, "field 'budget.iterations'"),
+    ({"gate": "lenient"}, "field 'gate'"),
+    ({"split": {"train": 1, "bogus": 2}}, "field 'split.bogus'"),
+])
+def test_bad_run_configs_name_the_field(raw, match):
+    with pytest.raises(ConfigError, match=match):
+        parse_run_config(raw)
+
+
+def test_missing_and_malformed_config_files(tmp_path):
+    with pytest.raises(ConfigError, match="run config not found"):
+        load_run_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("system: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_run_config(bad)
+
+
+def test_cli_optimize_errors_are_one_line(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("system: nosuch\n")
+    err = one_line_error(run_cli("optimize", str(cfg), "--run-dir", str(tmp_path / "r")))
+    assert "unknown system 'nosuch'" in err
+    err = one_line_error(run_cli("resume", str(tmp_path / "absent")))
+    assert "no run store" in err
