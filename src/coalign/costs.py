@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from coalign.errors import ConfigError
 from coalign.trace import Trace, Usage
 
+# The reference's Table 11 phases, in reporting order; other phases follow alphabetically.
+PHASES = ("lrf_train", "adapt", "validation")
+
 
 def executions(traces: Iterable[Trace]) -> Counter[str]:
     """How many times each component actually executed (reused and skipped steps are free)."""

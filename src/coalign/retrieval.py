@@ -13,7 +13,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-import bm25s
 import numpy as np
 
 __all__ = ["STOPWORDS", "BM25Cache", "BM25Index", "corpus_digest", "gold_recall", "tokenize"]
@@ -57,9 +56,11 @@ class BM25Index:
     def __init__(self, texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
         self._size = len(texts)
         tokens = [tokenize(t) for t in texts]
-        self._model: bm25s.BM25 | None = None
+        self._model: Any = None  # bm25s.BM25, built lazily
         # bm25s cannot index a corpus without a single token; such a corpus scores all zero.
         if any(tokens):
+            import bm25s  # deferred: importing bm25s costs ~2 s at CLI start-up
+
             self._model = bm25s.BM25(k1=k1, b=b)
             self._model.index(tokens, show_progress=False)
 

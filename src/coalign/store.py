@@ -58,6 +58,9 @@ class RunStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0 and not create:
+                self._db.close()
+                raise StoreError(f"{path} is not a coalign run store")
             if version not in (0, SCHEMA_VERSION):
                 raise StoreError(f"run store {path} has schema {version}, this coalign reads "
                                  f"{SCHEMA_VERSION}")

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from coalign.costs import PHASES
 from coalign.system import System
-
-PHASES = ("lrf_train", "adapt", "validation")
 
 
 def prefix_discount(system: System) -> float:

@@ -1,0 +1,20 @@
+"""Self-contained HTML report of an optimization run: data (``_data``) apart from rendering."""
+
+from coalign.report._chart import render_chart
+from coalign.report._data import (
+    AlignmentRow,
+    ConfigExamples,
+    CostRow,
+    CurvePoint,
+    ExampleAnswer,
+    ParamView,
+    ReportData,
+    StepRow,
+    build_report_data,
+)
+from coalign.report._html import render_html
+from coalign.report._write import REPORT_NAME, write_report
+
+__all__ = ["REPORT_NAME", "AlignmentRow", "ConfigExamples", "CostRow", "CurvePoint",
+           "ExampleAnswer", "ParamView", "ReportData", "StepRow", "build_report_data",
+           "render_chart", "render_html", "write_report"]

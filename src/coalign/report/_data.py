@@ -1,0 +1,299 @@
+"""What a report shows, read from a run store into plain frozen records (no HTML here).
+
+Everything is taken as stored and kept as plain strings and numbers; escaping is the renderer's
+job. A run killed early lacks some parts: each absent part is listed in ``ReportData.missing``
+with a one-line reason, and the rest is still built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from coalign.costs import PHASES, CostAccount
+from coalign.pairs import canonical_json
+from coalign.store import RunStore
+from coalign.trace import Trace
+
+# Table 11 order; other phases (e.g. local_search) follow alphabetically.
+POLICY_VALUE = "lrf-selector"  # what the loop records for a per-instance param
+
+
+@dataclass(frozen=True)
+class StepRow:
+    step: int
+    accepted: bool
+    component: str
+    param: str
+    value: str  # one-line summary of the proposed value
+    reason: str
+    val_before: float | None
+    val_after: float | None
+    seconds: float | None
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """Validation score of the current system after ``step`` (-1: before the first step)."""
+
+    step: int
+    score: float
+    candidate: float | None  # the proposal's validation score (None: nothing was validated)
+    accepted: bool
+
+
+@dataclass(frozen=True)
+class CostRow:
+    phase: str
+    runs: float
+    llm_calls: int
+
+
+@dataclass(frozen=True)
+class AlignmentRow:
+    component: str
+    pairs: int | None
+    accuracy: float | None
+
+
+@dataclass(frozen=True)
+class ParamView:
+    """One slot of the final configuration."""
+
+    component: str
+    param: str
+    kind: str  # "text" | "policy" | "value"
+    text: str  # instruction (text), the value as JSON (value), a note (policy)
+    demos: tuple[str, ...]  # each demonstration as pretty JSON (text kind only)
+    changed_at: tuple[int, ...]  # accepted steps that set this slot
+
+
+@dataclass(frozen=True)
+class ExampleAnswer:
+    example_id: str
+    inputs: str
+    answer: str
+    reward: float | None
+
+
+@dataclass(frozen=True)
+class ConfigExamples:
+    label: str
+    examples: tuple[ExampleAnswer, ...]
+
+
+@dataclass(frozen=True)
+class ReportData:
+    run_dir: str
+    system: str | None
+    run_config: str | None  # pretty JSON of the user's run configuration
+    result: Mapping[str, Any] | None
+    steps: tuple[StepRow, ...]
+    curve: tuple[CurvePoint, ...]
+    costs: tuple[CostRow, ...]
+    cost_source: str  # where the cost figures come from (last step / stage 1 only)
+    alignment: tuple[AlignmentRow, ...]
+    final: tuple[ParamView, ...]
+    examples: tuple[ConfigExamples, ...]
+    missing: tuple[str, ...]
+
+    @property
+    def accepted(self) -> int:
+        return sum(s.accepted for s in self.steps)
+
+    @property
+    def total_runs(self) -> float:
+        return sum(c.runs for c in self.costs)
+
+    @property
+    def total_calls(self) -> int:
+        return sum(c.llm_calls for c in self.costs)
+
+
+def shorten(text: str, limit: int = 120) -> str:
+    """One line of at most ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def summarize_value(value: Any) -> str:
+    if isinstance(value, Mapping) and isinstance(value.get("instruction"), str):
+        demos = value.get("demos") or []
+        suffix = f" (+{len(demos)} demos)" if demos else ""
+        return shorten(value["instruction"], 100) + suffix
+    if isinstance(value, Mapping) and "safetensors_b64" in value:
+        return f"weights ({len(str(value['safetensors_b64']))} base64 chars)"
+    if value == POLICY_VALUE:
+        return "per-instance choice by the local reward"
+    return shorten(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def step_rows(steps: Sequence[tuple[int, str, dict]]) -> tuple[StepRow, ...]:
+    return tuple(StepRow(step, state == "accepted", str(rec.get("component", "?")),
+                         str(rec.get("param", "?")), summarize_value(rec.get("value")),
+                         str(rec.get("reason", "")), _float(rec.get("val_before")),
+                         _float(rec.get("val_after")), _float(rec.get("seconds")))
+                 for step, state, rec in steps)
+
+
+def curve(rows: Sequence[StepRow]) -> tuple[CurvePoint, ...]:
+    """The current system's validation score over iterations, starting before step 0."""
+    points: list[CurvePoint] = []
+    for row in rows:
+        if row.val_before is None:
+            continue
+        if not points:
+            points.append(CurvePoint(-1, row.val_before, None, False))
+        now = row.val_after if row.accepted and row.val_after is not None else row.val_before
+        points.append(CurvePoint(row.step, now, row.val_after, row.accepted))
+    return tuple(points)
+
+
+def _phase_key(phase: str) -> tuple[int, str]:
+    return (PHASES.index(phase) if phase in PHASES else len(PHASES), phase)
+
+
+def cost_rows(runs: Mapping[str, float], calls: Mapping[str, int]) -> tuple[CostRow, ...]:
+    return tuple(CostRow(p, float(runs[p]), int(calls.get(p, 0)))
+                 for p in sorted(runs, key=_phase_key))
+
+
+def _costs(steps: Sequence[tuple[int, str, dict]],
+           store: RunStore) -> tuple[tuple[CostRow, ...], str]:
+    if steps and isinstance(steps[-1][2].get("ledger"), Mapping):
+        ledger = steps[-1][2]["ledger"]
+        return (cost_rows(ledger.get("runs", {}), ledger.get("llm_calls", {})),
+                f"ledger after step {steps[-1][0]}")
+    stage1 = store.get_meta("stage1_account")
+    if isinstance(stage1, Mapping):  # killed after LRF training, before any step
+        account = CostAccount.from_json(stage1)
+        phases = sorted(account.executed)
+        return (cost_rows({p: account.equivalent_runs(p) for p in phases},
+                          {p: account.total_usage(p).calls for p in phases}),
+                "stage 1 only (no optimizer step recorded)")
+    return (), "none"
+
+
+def alignment_rows(raw: Any) -> tuple[AlignmentRow, ...]:
+    if not isinstance(raw, Mapping):
+        return ()
+    out = []
+    for comp, entry in raw.items():
+        entry = entry if isinstance(entry, Mapping) else {}
+        pairs = entry.get("pairs")
+        out.append(AlignmentRow(str(comp), int(pairs) if isinstance(pairs, int) else None,
+                                _float(entry.get("accuracy"))))
+    return tuple(out)
+
+
+def final_params(config: Mapping[str, Mapping[str, Any]], policies: Sequence[Sequence[str]],
+                 rows: Sequence[StepRow]) -> tuple[ParamView, ...]:
+    chosen = {(str(c), str(p)) for c, p in policies}
+    out = []
+    for comp, params in config.items():
+        for name, value in params.items():
+            changed = tuple(r.step for r in rows
+                            if r.accepted and (r.component, r.param) == (comp, name))
+            if (comp, name) in chosen:
+                view = ParamView(comp, name, "policy", "chosen per input by the local reward "
+                                 f"(default {summarize_value(value)})", (), changed)
+            elif isinstance(value, Mapping) and isinstance(value.get("instruction"), str):
+                demos = tuple(json.dumps(d, indent=2, ensure_ascii=False)
+                              for d in value.get("demos") or [])
+                view = ParamView(comp, name, "text", value["instruction"], demos, changed)
+            else:
+                view = ParamView(comp, name, "value", summarize_value(value), (), changed)
+            out.append(view)
+    return tuple(out)
+
+
+def config_key(system: str, config: Mapping, policies: Sequence[Sequence[str]]) -> str:
+    """The trace key the loop stores validation traces under (config digest + policies)."""
+    digest = hashlib.sha256(canonical_json([system, config]).encode("utf-8")).hexdigest()
+    return digest + "".join(sorted(f"|{c}.{p}" for c, p in policies))
+
+
+def _answer(trace: Trace) -> str:
+    ran = [s for s in trace.steps if not s.skipped]
+    outputs = ran[-1].outputs if ran else trace.state
+    if len(outputs) == 1:
+        (only,) = outputs.values()
+        return shorten(only if isinstance(only, str) else json.dumps(only, ensure_ascii=False),
+                       300)
+    return shorten(json.dumps(outputs, ensure_ascii=False), 300)
+
+
+def example_groups(traces: Sequence[Trace], labels: Mapping[str, str],
+                   per_config: int) -> tuple[ConfigExamples, ...]:
+    """A few final answers per validated configuration, the same examples across configs."""
+    groups: dict[str, list[Trace]] = {}
+    for t in traces:
+        groups.setdefault(t.config_digest, []).append(t)
+    if not groups:
+        return ()
+    shown = [t.example_id for t in next(iter(groups.values()))][:per_config]
+    out = []
+    for i, (key, group) in enumerate(groups.items()):
+        by_id = {t.example_id: t for t in group}
+        picked = [by_id[e] for e in shown if e in by_id] or group[:per_config]
+        label = labels.get(key) or ("initial configuration" if i == 0
+                                    else f"configuration {key[:12]}")
+        out.append(ConfigExamples(label, tuple(
+            ExampleAnswer(t.example_id, shorten(json.dumps(t.inputs, ensure_ascii=False), 300),
+                          _answer(t), t.reward) for t in picked)))
+    return tuple(out)
+
+
+def build_report_data(store: RunStore, *, examples_per_config: int = 3) -> ReportData:
+    """Read everything the report shows from ``store``; nothing is written."""
+    missing = []
+    system = store.get_meta("system")
+    if system is None:
+        missing.append("system name: not recorded in the run store")
+    run_config = store.get_meta("run_config")
+    if run_config is None:
+        missing.append("run configuration: not recorded (run not started by coalign optimize?)")
+    steps = store.steps()
+    rows = step_rows(steps)
+    if not steps:
+        missing.append("optimizer steps: none recorded (the run stopped before its first step)")
+    costs, cost_source = _costs(steps, store)
+    if not costs:
+        missing.append("cost ledger: no ledger or stage-1 account recorded")
+    alignment = alignment_rows(store.get_meta("lrf_alignment"))
+    if not alignment:
+        missing.append("local reward alignment: not measured or not recorded")
+    result = store.get_meta("result")
+    if not isinstance(result, Mapping):
+        result = None
+        missing.append("test result: not recorded (the run did not reach its test evaluation)")
+    final: tuple[ParamView, ...] = ()
+    labels: dict[str, str] = {}
+    if steps:
+        last = steps[-1][2]
+        final = final_params(last.get("config") or {}, last.get("policies") or [], rows)
+        if system is not None:
+            for step, state, rec in steps:
+                if state == "accepted" and isinstance(rec.get("config"), Mapping):
+                    key = config_key(str(system), rec["config"], rec.get("policies") or [])
+                    labels.setdefault(key, f"after step {step} (accepted)")
+    if steps and not final:
+        missing.append("final configuration: the last step recorded no config")
+    val_traces = store.traces("val")
+    if not val_traces:
+        missing.append("example answers: no validation traces recorded")
+    return ReportData(
+        run_dir=str(store.run_dir), system=None if system is None else str(system),
+        run_config=None if run_config is None else json.dumps(run_config, indent=2,
+                                                              ensure_ascii=False),
+        result=result, steps=rows, curve=curve(rows), costs=costs, cost_source=cost_source,
+        alignment=alignment, final=final,
+        examples=example_groups(val_traces, labels, examples_per_config),
+        missing=tuple(missing))

@@ -1,0 +1,160 @@
+"""Render ``ReportData`` as one self-contained HTML page: inline CSS and SVG, no scripts.
+
+Every string that came from the store (prompts, demos, answers, names, reasons) goes through
+``_e`` before it reaches the page, and a Content-Security-Policy forbids scripts and network
+loads as a second line of defence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from html import escape
+
+from coalign.report._chart import render_chart
+from coalign.report._data import ReportData
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:3px 8px;
+vertical-align:top;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.accepted td.state{color:#137333;font-weight:600}tr.rejected td.state{color:#888}
+tr.total td{font-weight:600}pre{white-space:pre-wrap;background:#f6f6f6;padding:.6em;margin:.3em 0}
+.missing{background:#fff4e5;border:1px solid #f0c36d;padding:.5em 1em}
+.chart{max-width:100%;height:auto}.chart .grid{stroke:#eee}
+.chart .tick,.chart .axis{font-size:11px;fill:#555}
+.chart .current{fill:none;stroke:#1a73e8;stroke-width:2}
+.chart .accepted{fill:#137333}.chart .rejected{fill:#fff;stroke:#999;stroke-width:1.5}
+.muted{color:#777}
+"""
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def _e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _table(head: Sequence[str], rows: Iterable[str], cls: str = "") -> str:
+    ths = "".join(f"<th>{_e(h)}</th>" for h in head)
+    attr = f' class="{cls}"' if cls else ""
+    return f"<table{attr}><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _summary(d: ReportData) -> str:
+    items = [f"<li>run directory: <code>{_e(d.run_dir)}</code></li>",
+             f"<li>system: {_e(d.system) if d.system else '<i>unknown</i>'}</li>",
+             f"<li>steps: {len(d.steps)} ({d.accepted} accepted)</li>"]
+    if d.result is not None:
+        metric = _e(d.result.get("metric", "metric"))
+        before, after = d.result.get("before"), d.result.get("after")
+        fmt = (lambda v: _num(v) if isinstance(v, int | float) else _e(v))  # noqa: E731
+        items.append(f"<li>test {metric}: {fmt(before)} → {fmt(after)} on "
+                     f"{_e(d.result.get('test_size', '?'))} examples</li>")
+    return f"<ul>{''.join(items)}</ul>"
+
+
+def _missing(d: ReportData) -> str:
+    if not d.missing:
+        return ""
+    items = "".join(f"<li>{_e(m)}</li>" for m in d.missing)
+    return f'<div class="missing"><b>Missing from this run store:</b><ul>{items}</ul></div>'
+
+
+def _steps(d: ReportData) -> str:
+    if not d.steps:
+        return '<p class="muted">No optimizer steps recorded.</p>'
+    rows = []
+    for s in d.steps:
+        state = "accepted" if s.accepted else "rejected"
+        rows.append(
+            f'<tr class="{state}" id="step-{s.step}"><td class="num">{s.step}</td>'
+            f'<td class="state">{state}</td><td>{_e(s.component)}</td><td>{_e(s.param)}</td>'
+            f"<td>{_e(s.value)}</td><td class=\"num\">{_num(s.val_before)}</td>"
+            f'<td class="num">{_num(s.val_after)}</td><td>{_e(s.reason)}</td>'
+            f'<td class="num">{_num(s.seconds, 1)}</td></tr>')
+    return _table(["step", "decision", "component", "param", "proposed value", "val before",
+                   "val after", "reason", "seconds"], rows, "steps")
+
+
+def _costs(d: ReportData) -> str:
+    if not d.costs:
+        return '<p class="muted">No cost ledger recorded.</p>'
+    rows = [f'<tr class="phase"><td>{_e(c.phase)}</td><td class="num">{c.runs:.2f}</td>'
+            f'<td class="num">{c.llm_calls}</td></tr>' for c in d.costs]
+    rows.append(f'<tr class="total"><td>total</td><td class="num">{d.total_runs:.2f}</td>'
+                f'<td class="num">{d.total_calls}</td></tr>')
+    return (f'<p class="muted">Equivalent full-system runs per phase; source: '
+            f"{_e(d.cost_source)}.</p>"
+            + _table(["phase", "equivalent runs", "LLM calls"], rows, "costs"))
+
+
+def _alignment(d: ReportData) -> str:
+    if not d.alignment:
+        return '<p class="muted">No alignment figures recorded.</p>'
+    rows = [f"<tr><td>{_e(a.component)}</td><td class=\"num\">"
+            f"{'—' if a.pairs is None else a.pairs}</td>"
+            f'<td class="num">{_num(a.accuracy, 3)}</td></tr>' for a in d.alignment]
+    return (
+        '<p class="muted">Pairwise accuracy of each local reward on held-out stage-1 pairs.</p>'
+        + _table(["component", "held-out pairs", "pairwise accuracy"], rows, "alignment"))
+
+
+def _final(d: ReportData) -> str:
+    if not d.final:
+        return '<p class="muted">No final configuration recorded.</p>'
+    out = []
+    for p in d.final:
+        changed = (f"set by accepted step(s) {', '.join(map(str, p.changed_at))}"
+                   if p.changed_at else "unchanged by the optimizer")
+        out.append(f'<div class="param"><h3>{_e(p.component)}.{_e(p.param)} '
+                   f'<span class="muted">({_e(p.kind)}; {changed})</span></h3>')
+        if p.kind == "text":
+            out.append(f'<pre class="instruction">{_e(p.text)}</pre>')
+            if p.demos:
+                demos = "".join(f"<pre>{_e(x)}</pre>" for x in p.demos)
+                out.append(f"<details><summary>{len(p.demos)} demonstration(s)</summary>"
+                           f"{demos}</details>")
+        else:
+            out.append(f'<pre class="value">{_e(p.text)}</pre>')
+        out.append("</div>")
+    return "".join(out)
+
+
+def _examples(d: ReportData) -> str:
+    if not d.examples:
+        return '<p class="muted">No validation traces recorded.</p>'
+    out = []
+    for i, group in enumerate(d.examples):
+        is_open = " open" if i == len(d.examples) - 1 else ""  # the last validated: the final one
+        rows = [f"<tr><td>{_e(x.example_id)}</td><td>{_e(x.inputs)}</td><td>{_e(x.answer)}</td>"
+                f'<td class="num">{_num(x.reward, 3)}</td></tr>' for x in group.examples]
+        out.append(f"<details{is_open}><summary>{_e(group.label)}</summary>"
+                   + _table(["example", "inputs", "final answer", "reward"], rows, "examples")
+                   + "</details>")
+    return "".join(out)
+
+
+def render_html(d: ReportData) -> str:
+    """The whole page as a string."""
+    chart = render_chart(d.curve) or '<p class="muted">No validation scores to plot.</p>'
+    config = (f"<details><summary>run configuration</summary><pre>{_e(d.run_config)}</pre>"
+              "</details>" if d.run_config else "")
+    title = f"coalign report: {d.system or 'unknown system'}"
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{_e(title)}</h1>{_summary(d)}{_missing(d)}{config}"
+        "<h2>Validation score over iterations</h2>"
+        '<p class="muted">Line: current system; filled dot: accepted step; hollow dot: '
+        f"rejected proposal.</p>{chart}"
+        f"<h2>Step ledger</h2>{_steps(d)}"
+        f"<h2>Cost ledger</h2>{_costs(d)}"
+        f"<h2>Local reward alignment</h2>{_alignment(d)}"
+        f"<h2>Final configuration</h2>{_final(d)}"
+        f"<h2>Example answers on validation</h2>{_examples(d)}"
+        "</body></html>\n")

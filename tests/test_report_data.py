@@ -1,0 +1,135 @@
+"""The report's data layer: what is read from a run store, without rendering."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import coalign.report as report
+from coalign.costs import CostAccount
+from coalign.report._data import config_key, curve, step_rows, summarize_value
+from coalign.store import RunStore
+from coalign.trace import Step, Trace
+from tests.test_report_support import DEMO, INJECT, make_system, populate
+
+
+@pytest.fixture
+def data(tmp_path):
+    populate(tmp_path)
+    with RunStore(tmp_path, create=False) as store:
+        return report.build_report_data(store)
+
+
+def test_all_is_exported() -> None:
+    public = {n for n in dir(report) if not n.startswith("_")}
+    assert set(report.__all__) == public
+
+
+def test_steps_keep_order_states_and_scores(data) -> None:
+    assert [(s.step, s.accepted) for s in data.steps] == [(0, True), (1, False), (2, True),
+                                                          (3, False)]
+    assert data.accepted == 2
+    first = data.steps[0]
+    assert (first.component, first.param, first.val_before, first.val_after) == (
+        "answer", "prompt", 0.40, 0.50)
+    assert first.value.endswith("(+1 demos)") and first.value.startswith("<script>")
+    assert data.steps[2].value == "per-instance choice by the local reward"
+    assert data.steps[3].val_after is None and data.steps[3].reason == "no change proposed"
+
+
+def test_curve_tracks_the_current_system(data) -> None:
+    # start 0.40; step 0 accepted -> 0.50; step 1 rejected (candidate 0.45) stays 0.50;
+    # step 2 accepted -> 0.55; step 3 proposed nothing, so no candidate.
+    got = [(p.step, p.score, p.candidate, p.accepted) for p in data.curve]
+    assert got == [(-1, 0.40, None, False), (0, 0.50, 0.50, True), (1, 0.50, 0.45, False),
+                   (2, 0.55, 0.55, True), (3, 0.55, None, False)]
+
+
+def test_cost_rows_in_table_11_order_with_totals(data) -> None:
+    assert [c.phase for c in data.costs] == ["lrf_train", "adapt", "validation", "local_search"]
+    assert [c.llm_calls for c in data.costs] == [360, 300, 140, 30]
+    assert data.total_runs == pytest.approx(323.33)
+    assert data.total_calls == 830
+    assert data.cost_source == "ledger after step 3"
+
+
+def test_alignment_and_result(data) -> None:
+    assert [(a.component, a.pairs, a.accuracy) for a in data.alignment] == [
+        ("answer", 40, 0.725), ("route", 12, None)]
+    assert data.result["after"] == 0.47 and data.missing == ()
+    assert json.loads(data.run_config)["note"] == INJECT
+
+
+def test_final_config_shows_full_prompt_demos_and_policy(data) -> None:
+    by_slot = {(p.component, p.param): p for p in data.final}
+    prompt = by_slot["answer", "prompt"]
+    assert prompt.kind == "text" and prompt.text == INJECT  # in full, not shortened
+    assert [json.loads(d) for d in prompt.demos] == [DEMO]
+    assert prompt.changed_at == (0,)
+    route = by_slot["route", "model"]
+    assert route.kind == "policy" and route.changed_at == (2,) and "qwen" in route.text
+
+
+def test_examples_labelled_by_accepted_step_same_ids(data) -> None:
+    labels = [g.label for g in data.examples]
+    assert labels == ["initial configuration", "after step 0 (accepted)",
+                      "after step 2 (accepted)"]
+    for g in data.examples:
+        assert [x.example_id for x in g.examples] == ["e0", "e1", "e2"]
+    assert data.examples[0].examples[1].answer == "initial-answer-1"
+
+
+def test_config_key_matches_system_config_digest() -> None:
+    system = make_system()
+    config = system.default_config().with_value("route", "model", "smollm")
+    assert config_key(system.name, config.to_json(), []) == config.digest
+    assert config_key(system.name, config.to_json(), [["route", "model"]]) == (
+        config.digest + "|route.model")
+
+
+def test_missing_parts_are_listed_and_the_rest_still_built(tmp_path) -> None:
+    populate(tmp_path, meta=False, traces=False)
+    with RunStore(tmp_path, create=False) as store:
+        d = report.build_report_data(store)
+    assert len(d.steps) == 4 and len(d.costs) == 4
+    assert d.system is None and d.result is None and d.alignment == () and d.examples == ()
+    joined = "\n".join(d.missing)
+    for part in ("system name", "run configuration", "alignment", "test result",
+                 "example answers"):
+        assert part in joined
+    assert d.examples == ()
+
+
+def test_empty_store_builds_an_empty_report(tmp_path) -> None:
+    RunStore(tmp_path).close()
+    with RunStore(tmp_path, create=False) as store:
+        d = report.build_report_data(store)
+    assert d.steps == () and d.curve == () and d.costs == () and d.final == ()
+    assert any("optimizer steps" in m for m in d.missing)
+    assert any("cost ledger" in m for m in d.missing)
+
+
+def test_stage1_account_gives_costs_before_any_step(tmp_path) -> None:
+    account = CostAccount(["a", "b"])
+    trace = Trace("e0", "k", {}, [Step("a", 0, {}, {}), Step("b", 0, {}, {})])
+    trace.steps[0].usage.calls = 2
+    account.add_traces("lrf_train", [trace, trace])
+    with RunStore(tmp_path) as store:
+        store.set_meta("stage1_account", account.to_json())
+        d = report.build_report_data(store)
+    assert [(c.phase, c.runs, c.llm_calls) for c in d.costs] == [("lrf_train", 2.0, 4)]
+    assert d.cost_source.startswith("stage 1 only")
+
+
+def test_value_summaries() -> None:
+    assert summarize_value({"instruction": "x " * 200, "demos": []}).endswith("…")
+    assert summarize_value({"safetensors_b64": "QUJD"}) == "weights (4 base64 chars)"
+    assert summarize_value(3) == "3" and summarize_value("qwen") == "qwen"
+    assert summarize_value("line\nbreak") == "line break"
+
+
+def test_curve_skips_records_without_scores() -> None:
+    rows = step_rows([(0, "rejected", {"component": "a", "param": "p"}),
+                      (1, "accepted", {"val_before": 0.1, "val_after": 0.2})])
+    assert [(p.step, p.score) for p in curve(rows)] == [(-1, 0.1), (1, 0.2)]

@@ -1,0 +1,75 @@
+"""A run store populated the way the optimization loop writes one, for the report tests.
+
+The system is real (two function components with a Text and a Choice param), so config digests
+and trace keys are the ones ``SystemConfig`` computes, not re-derived by the code under test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coalign.component import FunctionComponent
+from coalign.params import Choice, Text, TextValue
+from coalign.store import RunStore
+from coalign.system import System
+from coalign.trace import Step, Trace
+
+INJECT = '<script>alert(1)</script> say "quotes" & ampersands'
+DEMO = {"question": "<img src=x onerror=alert(2)>", "answer": "a & b"}
+ANSWER_INJECT = "</td><script>alert(3)</script>"
+LEDGER = {"runs": {"validation": 93.33, "local_search": 10.0, "lrf_train": 120.0, "adapt": 100.0},
+          "llm_calls": {"lrf_train": 360, "adapt": 300, "validation": 140, "local_search": 30},
+          "total_runs": 323.33}
+
+
+def make_system() -> System:
+    answer = FunctionComponent("answer", lambda x, c, ctx: {"a": x["q"]}, ["q"], ["a"],
+                               params={"prompt": Text("Answer briefly.")})
+    route = FunctionComponent("route", lambda x, c, ctx: {"out": x["a"]}, ["a"], ["out"],
+                              params={"model": Choice(["qwen", "smollm"])})
+    return System("toy_qa", [answer, route], inputs=["q"], output="out")
+
+
+def _trace(example_id: str, key: str, answer: str, reward: float) -> Trace:
+    steps = [Step("answer", 0, {"q": f"question {example_id}"}, {"a": answer}),
+             Step("route", 0, {"a": answer}, {"out": answer})]
+    return Trace(example_id, key, {"q": f"question {example_id}"}, steps, {"out": answer}, reward)
+
+
+def populate(run_dir: Path, *, meta: bool = True, traces: bool = True) -> dict[str, str]:
+    """Four steps (accept, reject, accept per-instance, no change); returns the trace keys."""
+    system = make_system()
+    c0 = system.default_config()
+    c1 = c0.with_value("answer", "prompt", TextValue(INJECT, (DEMO,)))
+    prompt = c1["answer"]["prompt"].to_json()
+    policy = [["route", "model"]]
+
+    def rec(component, param, value, reason, before, after, config, policies):
+        return {"component": component, "param": param, "value": value, "reason": reason,
+                "val_before": before, "val_after": after, "seconds": 1.5,
+                "config": config.to_json(), "policies": policies, "lrf_checkpoint": "lrf/x",
+                "account": {}, "ledger": LEDGER}
+
+    keys = {"initial": c0.digest, "step0": c1.digest, "step2": c1.digest + "|route.model"}
+    with RunStore(run_dir) as store:
+        store.put_step(0, "accepted", rec("answer", "prompt", prompt, "validation improved",
+                                          0.40, 0.50, c1, []))
+        store.put_step(1, "rejected", rec("route", "model", "smollm",
+                                          "validation did not improve", 0.50, 0.45, c1, []))
+        store.put_step(2, "accepted", rec("route", "model", "lrf-selector",
+                                          "validation improved", 0.50, 0.55, c1, policy))
+        store.put_step(3, "rejected", rec("answer", "prompt", prompt, "no change proposed",
+                                          0.55, None, c1, policy))
+        if meta:
+            store.set_meta("system", system.name)
+            store.set_meta("run_config", {"system": "toy_qa", "note": INJECT})
+            store.set_meta("lrf_alignment", {"answer": {"pairs": 40, "accuracy": 0.725},
+                                             "route": {"pairs": 12, "accuracy": None}})
+            store.set_meta("result", {"before": 0.38, "after": 0.47, "metric": "f1",
+                                      "test_size": 200})
+        if traces:
+            for name, key in keys.items():
+                for i in range(4):
+                    text = ANSWER_INJECT if (name, i) == ("step2", 0) else f"{name}-answer-{i}"
+                    store.put_trace("val", _trace(f"e{i}", key, text, 0.5))
+    return keys
