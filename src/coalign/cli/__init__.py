@@ -1,0 +1,10 @@
+"""The ``coalign`` command line. Each command lives in its own module and registers on ``app``."""
+
+from __future__ import annotations
+
+from coalign.cli._app import app, main
+
+# Importing a command module registers its command(s) on ``app``.
+from coalign.cli import _audit, _core, _optimize, _report  # noqa: E402,F401
+
+__all__ = ["app", "main"]

@@ -1,0 +1,94 @@
+"""``coalign evaluate`` and ``coalign demo``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.table import Table
+
+from coalign.cli._app import app
+from coalign.config import SystemConfig
+from coalign.errors import ConfigError
+from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load_dataset
+from coalign.store import RunStore
+from coalign.systems import SYSTEMS, models_of
+from coalign.task import Task
+
+console = Console()
+
+
+def make_task(system: str, model: str) -> Task:
+    if system not in SYSTEMS:
+        raise ConfigError(f"unknown system {system!r}; available: {sorted(SYSTEMS)}")
+    return SYSTEMS[system](model)
+
+
+def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, workers: int,
+                   seed: int, config_path: Path | None) -> EvalResult:
+    examples = load_dataset(data, limit, seed)
+    if not examples:
+        raise ConfigError(f"dataset {data!r} has no examples")
+    config = task.system.default_config()
+    if config_path is not None:
+        try:
+            raw = json.loads(config_path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {config_path}") from None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"config file {config_path} is not valid JSON: {exc.msg}") from None
+        config = SystemConfig.from_json(task.system, raw)
+    store = RunStore(run_dir)
+    store.set_meta("system", task.system.name)
+    runtime, _ = build_runtime(models_of(task), run_dir / CACHE_NAME, max_workers=workers,
+                               seed=seed)
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                  transient=True) as bar:
+        job = bar.add_task(f"{task.system.name} on {data}", total=len(examples))
+        result = evaluate(task, examples, config, runtime, store,
+                          on_done=lambda t: bar.advance(job))
+    store.close()
+    return result
+
+
+def print_result(title: str, task: Task, result: EvalResult) -> None:
+    s = result.summary()
+    table = Table(title=title)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    rows = [(f"mean {task.metric_name}", f"{s['mean_reward']:.4f}"),
+            ("examples", str(s["examples"])),
+            ("resumed from the run store", str(s["resumed"])),
+            ("LLM calls", str(s["llm_calls"])),
+            ("cache hits", str(s["cache_hits"])),
+            ("prompt tokens", str(s["prompt_tokens"])),
+            ("completion tokens", str(s["completion_tokens"])),
+            ("equivalent full-system runs", f"{s['equiv_runs']:.2f}"),
+            ("wall time (s)", f"{s['wall_s']:.1f}")]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+
+
+@app.command("evaluate")
+def evaluate_cmd(
+    system: str = typer.Argument(..., help="system name, e.g. multihop_qa"),
+    data: str = typer.Option("world", help="world | hotpotqa | musique | pubmedqa | FILE.jsonl"),
+    limit: int = typer.Option(20, help="number of examples"),
+    run_dir: Path = typer.Option(Path("runs/evaluate"), help="run store + LLM cache folder"),
+    model: str = typer.Option("qwen2.5-0.5b", help="task model (name or spec)"),
+    config: Path = typer.Option(None, help="system config JSON (default: unoptimized)"),
+    workers: int = typer.Option(2, help="examples run concurrently"),
+    seed: int = typer.Option(0),
+    json_out: Path = typer.Option(None, "--json", help="write the summary as JSON"),
+) -> None:
+    """Evaluate a system on a dataset; rerunning the same command resumes with no repeated call."""
+    task = make_task(system, model)
+    result = run_evaluation(task, data, limit, run_dir, workers, seed, config)
+    print_result(f"{system} on {data}", task, result)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result.summary(), indent=2))
