@@ -1,4 +1,4 @@
-"""Child process for the kill -9 store test: writes pairs until killed (kept free of heavy imports)."""
+"""Child of the kill -9 store test: writes pairs until killed (free of heavy imports)."""
 
 from coalign.pairs import PreferencePair
 from coalign.store import RunStore

@@ -1,7 +1,12 @@
 from pathlib import Path
 
-from coalign.audit import audit_jsonl, iter_pairs_jsonl, load_contract, rollout_pairs
-from coalign.audit import write_pairs_jsonl
+from coalign.audit import (
+    audit_jsonl,
+    iter_pairs_jsonl,
+    load_contract,
+    rollout_pairs,
+    write_pairs_jsonl,
+)
 from coalign.rollouts import RolloutSpec, collect_pairs
 from coalign.runtime import Runtime
 from coalign.store import RunStore

@@ -123,7 +123,8 @@ def test_loop_routes_back_with_a_bound():
     assert [st.key for st in t.steps] == [("retr", 0), ("ver", 0), ("retr", 1), ("ver", 1),
                                           ("retr", 2), ("ver", 2), ("ans", 0)]
     bounded = loop_system(max_iters=1)
-    assert bounded.run("e", {"q": "x"}, bounded.default_config(), Runtime()).state["out"] == (2, False)
+    out = bounded.run("e", {"q": "x"}, bounded.default_config(), Runtime()).state["out"]
+    assert out == (2, False)
     assert s.descendants("ver") == {"retr", "ans"}  # the back-edge makes the loop body dirty
 
 

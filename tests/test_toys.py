@@ -1,8 +1,15 @@
 import pytest
 
 from coalign.runtime import Runtime
-from coalign.systems import (HINT_TOY, MODEL_SELECTOR_TOY, RETRIEVER_TOY, ProxySelector,
-                             TableSelector, mean_reward, rollout_picks)
+from coalign.systems import (
+    HINT_TOY,
+    MODEL_SELECTOR_TOY,
+    RETRIEVER_TOY,
+    ProxySelector,
+    TableSelector,
+    mean_reward,
+    rollout_picks,
+)
 
 
 @pytest.mark.parametrize("toy,naive,aligned", [(RETRIEVER_TOY, 0.2625, 0.85),

@@ -101,10 +101,13 @@ class PreferencePair:
                 raise DataError(f"preference pair record is missing field {name!r}")
         for name in ("reward_a", "reward_b"):
             value = record[name]
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise DataError(f"preference pair field {name!r} must be a finite number, got {value!r}")
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or not math.isfinite(value):
+                raise DataError(f"preference pair field {name!r} must be a finite number, "
+                                f"got {value!r}")
         if record["label"] not in ("a", "b", "tie"):
-            raise DataError(f"preference pair field 'label' must be a, b or tie, got {record['label']!r}")
+            raise DataError("preference pair field 'label' must be a, b or tie, "
+                            f"got {record['label']!r}")
         pair = cls(
             component=str(record["component"]),
             example_id=str(record["example_id"]),

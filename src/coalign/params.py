@@ -38,11 +38,13 @@ class TextValue:
         if isinstance(data, str):
             return cls(data)
         if not isinstance(data, dict) or not isinstance(data.get("instruction"), str):
-            raise ConfigError(f"Text value must be a string or {{'instruction': str}}, got {data!r}")
+            raise ConfigError("Text value must be a string or {'instruction': str}, "
+                              f"got {data!r}")
         demos = data.get("demos", [])
         if not isinstance(demos, list) or not all(isinstance(d, dict) for d in demos):
             raise ConfigError("Text value field 'demos' must be a list of objects")
-        return cls(data["instruction"], tuple({str(k): str(v) for k, v in d.items()} for d in demos))
+        return cls(data["instruction"],
+                   tuple({str(k): str(v) for k, v in d.items()} for d in demos))
 
 
 class Param:
@@ -87,7 +89,8 @@ class Text(Param):
         if not isinstance(value, TextValue):
             raise ConfigError(f"Text param expects a TextValue or str, got {type(value).__name__}")
         if len(value.demos) > self.max_demos:
-            raise ConfigError(f"Text param allows at most {self.max_demos} demos, got {len(value.demos)}")
+            raise ConfigError(f"Text param allows at most {self.max_demos} demos, "
+                              f"got {len(value.demos)}")
         return value
 
     def to_json(self, value: TextValue) -> Any:

@@ -151,7 +151,8 @@ class RunStore:
         sql, args = "SELECT json FROM traces WHERE tag=?", (tag,)
         if config_digest is not None:
             sql, args = sql + " AND config_digest=?", (tag, config_digest)
-        return [Trace.from_json(json.loads(r[0])) for r in self._query(sql + " ORDER BY rowid", args)]
+        rows = self._query(sql + " ORDER BY rowid", args)
+        return [Trace.from_json(json.loads(r[0])) for r in rows]
 
     # -- preference pairs -----------------------------------------------------------------------
 

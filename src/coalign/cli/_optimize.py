@@ -93,7 +93,9 @@ def optimize_cmd(config: Path = typer.Argument(..., help="run config (YAML or JS
 
 
 @app.command("resume")
-def resume_cmd(run_dir: Path = typer.Argument(..., help="run directory of coalign optimize")) -> None:
+def resume_cmd(
+    run_dir: Path = typer.Argument(..., help="run directory of coalign optimize"),
+) -> None:
     """Continue a killed optimization: no accepted step lost, no LLM call repeated."""
     from coalign.job import resume_config
 

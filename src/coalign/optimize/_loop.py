@@ -11,6 +11,7 @@ the response cache, repeats no LLM call.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -132,8 +133,7 @@ class Optimizer:
     def runtime_for(self, policies: set[tuple[str, str]]) -> Runtime:
         selectors = dict(self.runtime.selectors)
         selectors.update({key: RewardSelector(self.reward) for key in policies})
-        return Runtime(self.runtime.lms, selectors, self.runtime.sink, self.runtime.max_workers,
-                       self.runtime.seed)
+        return dataclasses.replace(self.runtime, selectors=selectors)
 
     def _specs(self, component: str) -> list[RolloutSpec]:
         """Alternatives for each Choice param (choice-keyed when per-instance); samples for text."""
