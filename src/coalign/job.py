@@ -49,6 +49,8 @@ class BudgetSpec(_Strict):
     search_size: int = Field(4, ge=1)
     fresh_inputs: int = Field(4, ge=1)
     rollout_n: int = Field(3, ge=2)
+    text_candidates: int = Field(3, ge=1)
+    text_steps: int = Field(3, ge=1)
 
 
 class RunConfig(_Strict):
@@ -130,6 +132,7 @@ class Job:
         b = cfg.budget
         settings = LoopSettings(iterations=b.iterations, search_size=b.search_size,
                                 fresh_inputs=b.fresh_inputs, rollout_n=b.rollout_n,
+                                text_candidates=b.text_candidates, text_steps=b.text_steps,
                                 gate=Gate(cfg.gate, seed=cfg.seed), proposer=cfg.proposer,
                                 components=cfg.components, seed=cfg.seed)
         optimizer = Optimizer(task, train, val, runtime, store, reward, settings)

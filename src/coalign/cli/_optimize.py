@@ -19,8 +19,10 @@ console = Console()
 
 DEMO = {"system": "multihop_qa", "data": "world",
         "split": {"train": 6, "val": 8, "test": 12, "seed": 0},
-        "budget": {"iterations": 3, "search_size": 3, "fresh_inputs": 3, "rollout_n": 2},
-        "components": ["retriever", "answer_generator"], "proposer": "qwen2.5-0.5b"}
+        "budget": {"iterations": 4, "search_size": 3, "fresh_inputs": 3, "rollout_n": 2,
+                   "text_candidates": 2, "text_steps": 2},
+        "components": ["question_rewriter", "retriever", "info_extractor"],
+        "proposer": "qwen2.5-0.5b"}
 
 
 def _show_step(rec: StepRecord) -> None:

@@ -47,6 +47,8 @@ class LoopSettings:
     search_size: int = 10
     fresh_inputs: int = 20
     rollout_n: int = 3
+    text_candidates: int = 3  # candidates per local step (the reference's 3 x 3)
+    text_steps: int = 3
     temperature: float = 1.0
     tau: float = 1.0
     gate: Gate = field(default_factory=Gate)
@@ -79,7 +81,8 @@ class Optimizer:
         self.train, self.val = list(train), list(val)
         self.runtime, self.store, self.reward = runtime, store, reward
         self.s = settings or LoopSettings()
-        self.optimizers = optimizers or {"text": TextOptimizer(),
+        self.optimizers = optimizers or {"text": TextOptimizer(self.s.text_candidates,
+                                                               self.s.text_steps),
                                          "choice": ExpChoiceOptimizer(self.s.tau)}
         names = self.s.components or [c.name for c in self.system.components if c.params]
         self.targets = [(c, p) for c in names for p in self.system.component(c).params]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coalign.component import first_line, render_value
+from coalign.component import first_line, render_fields, render_value
 from coalign.lm import chat
 from coalign.optimize._base import BaseLocalOptimizer, LocalContext
 from coalign.params import Text, TextValue
@@ -22,11 +22,15 @@ EDITS: tuple[Callable[[str], str], ...] = (
     lambda s: s + " Copy names and numbers exactly as they appear in the input.",
     lambda s: ". ".join(s.split(". ")[:-1]) + "." if ". " in s else s + " Think of what is asked.",
     lambda s: "Read the input carefully. " + s,
+    lambda s: s + " Use only information stated in the input; never guess.",
+    lambda s: s + " Keep every name from the input exactly as written.",
 )
 
-META = ("You improve instructions for one step of an AI pipeline.\nStep: {desc}\n"
-        "Instructions tried so far, with their scores (higher is better):\n{tried}\n"
-        "Write one new instruction that should score higher. Reply with the instruction only.")
+META = ("You improve the instruction given to an assistant that performs one step of a "
+        "pipeline.\nExample of the step's input:\n{example}\nIts output under the best "
+        "instruction: {output}\nInstructions tried so far, with their scores (higher is "
+        "better):\n{tried}\nWrite one new, different instruction that should score higher. "
+        "Reply with the instruction only.")
 
 
 class TextOptimizer(BaseLocalOptimizer):
@@ -66,9 +70,11 @@ class TextOptimizer(BaseLocalOptimizer):
             return None
         ranked = sorted(pool.values(), key=lambda vs: vs[1])[-5:]
         tried = "\n".join(f"- {v.instruction} (score {s:.3f})" for v, s in ranked)
-        desc = ctx.task.system.component(ctx.component).description
-        request = chat(META.format(desc=desc, tried=tried), max_tokens=80, temperature=0.9,
-                       sample_index=len(pool))
+        items = ctx.outputs_under(best)
+        example, output = (render_fields(items[0][0], 600), render_value(items[0][1], 200)) \
+            if items else ("(none)", "(none)")
+        prompt = META.format(example=example, output=output, tried=tried)
+        request = chat(prompt, max_tokens=80, temperature=0.9, sample_index=len(pool))
         text = first_line(ctx.runtime.lm(ctx.proposer).generate(request).text,
                           ("instruction:", "new instruction:"))
         return TextValue(text.strip('"'), best.demos) if len(text) > 10 else None
