@@ -109,3 +109,23 @@ def test_killed_loop_resumes_without_losing_steps_or_repeating_calls(tmp_path):
     n = lm.calls
     rerun.run()  # everything done: nothing to do, no LLM call
     assert lm.calls == n and rerun.history == []
+
+
+def test_pareto_search_as_text_local_optimizer(tmp_path):
+    from coalign.optimize import ParetoTextOptimizer
+    from coalign.optimize._pareto import instruction_of
+
+    assert instruction_of("## Objective\nSay hi.") == "Say hi."
+    assert instruction_of("## Objective\nA\n\n## Output Format\nB").startswith("## Objective")
+    lm = writer_lm()
+    opt = make_optimizer(tmp_path, lm, iterations=4)
+    pareto = ParetoTextOptimizer(budget=6, beam_width=3, max_rounds=2)
+    opt.optimizers["text"] = pareto
+    opt.run()
+    writer_steps = [r for r in opt.history if r.component == "writer"]
+    assert writer_steps and pareto.last_state is not None
+    assert pareto.last_state.converged and pareto.last_state.baseline
+    scored = [c for c in pareto.last_state.candidates.values() if c.scored]
+    assert len(scored) >= 3  # cold start scored every seed
+    # an edit asking for concision makes "good" drafts: the search must find and propose it
+    assert any("concise" in str(r.value).lower() for r in writer_steps)

@@ -25,7 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coalign.data import Example, split
 from coalign.errors import ConfigError
-from coalign.optimize import Gate, LoopSettings, Optimizer
+from coalign.optimize import (
+    ExpChoiceOptimizer,
+    Gate,
+    LoopSettings,
+    Optimizer,
+    ParetoTextOptimizer,
+)
 from coalign.rewards import LocalRewardModel, make_backbone
 from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load_dataset
 from coalign.store import RunStore
@@ -62,6 +68,7 @@ class RunConfig(_Strict):
     gate: Literal["strict", "bootstrap"] = "strict"
     proposer: str | None = None
     components: list[str] | None = None  # optimize only these (default: all with params)
+    text_optimizer: Literal["opro", "pareto"] = "opro"  # pareto: coalign.search beam search
     backbone: str = "minilm"
     seed: int = 0
     workers: int = 1
@@ -135,7 +142,11 @@ class Job:
                                 text_candidates=b.text_candidates, text_steps=b.text_steps,
                                 gate=Gate(cfg.gate, seed=cfg.seed), proposer=cfg.proposer,
                                 components=cfg.components, seed=cfg.seed)
-        optimizer = Optimizer(task, train, val, runtime, store, reward, settings)
+        optimizers = None
+        if cfg.text_optimizer == "pareto":
+            optimizers = {"text": ParetoTextOptimizer(budget=3 * b.text_candidates),
+                          "choice": ExpChoiceOptimizer()}
+        optimizer = Optimizer(task, train, val, runtime, store, reward, settings, optimizers)
         return cls(cfg, task, train, val, test, store, optimizer)
 
     def evaluate_test(self) -> tuple[EvalResult, EvalResult]:

@@ -5,8 +5,9 @@ from coalign.optimize._choice import ExpChoiceOptimizer, RewardSelector, softmax
 from coalign.optimize._gate import Gate, paired_bootstrap
 from coalign.optimize._ledger import Ledger, planned_runs, prefix_discount
 from coalign.optimize._loop import LoopSettings, Optimizer, StepRecord
+from coalign.optimize._pareto import EditMutator, ParetoTextOptimizer
 from coalign.optimize._text import TextOptimizer
 
-__all__ = ["BaseLocalOptimizer", "ExpChoiceOptimizer", "Gate", "Ledger", "LocalContext",
-           "LoopSettings", "NoopOptimizer", "Optimizer", "RewardSelector", "StepRecord",
+__all__ = ["BaseLocalOptimizer", "EditMutator", "ExpChoiceOptimizer", "Gate", "Ledger", "LocalContext",
+           "LoopSettings", "NoopOptimizer", "Optimizer", "ParetoTextOptimizer", "RewardSelector", "StepRecord",
            "TextOptimizer", "paired_bootstrap", "planned_runs", "prefix_discount", "softmax"]

@@ -40,6 +40,7 @@ class LocalContext:
     history: list[tuple[Any, float]] = field(default_factory=list)  # (value, mean reward)
     _cache: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = field(
         default_factory=dict)
+    _tokens: dict[str, float] = field(default_factory=dict)  # mean LLM tokens per search input
 
     @property
     def current(self) -> Any:
@@ -56,7 +57,13 @@ class LocalContext:
                 for i, x in enumerate(self.search)]
             self.account.add_traces("local_search", [Trace("search", cfg.digest, {}, steps)])
             self._cache[key] = [(s.inputs, s.outputs) for s in steps]
+            self._tokens[key] = (sum(s.usage.tokens for s in steps) / len(steps)) if steps else 0.0
         return self._cache[key]
+
+    def mean_tokens(self, value: Any) -> float:
+        """Mean LLM tokens (prompt + completion) the component spends per search input."""
+        self.outputs_under(value)
+        return self._tokens[canonical_json(to_jsonable(value))]
 
     def mean_reward(self, value: Any) -> float:
         items = self.outputs_under(value)
