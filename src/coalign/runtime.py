@@ -63,6 +63,9 @@ class Sampling:
 class RunContext:
     """Per-step handle given to ``Component.forward``."""
 
+    __slots__ = ("runtime", "component", "example_id", "visit", "sampling", "usage", "choices",
+                 "_rng")
+
     def __init__(self, runtime: Runtime, component: str, example_id: str, visit: int,
                  sampling: Sampling | None = None) -> None:
         self.runtime = runtime

@@ -10,7 +10,7 @@ from typing import Any
 from coalign.pairs import canonical_json
 
 
-@dataclass
+@dataclass(slots=True)
 class Usage:
     """LLM usage of one step (or a sum of steps)."""
 
@@ -39,7 +39,7 @@ class Usage:
                                                         "completion_tokens")})
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
     """One execution of one component (``visit`` > 0 when a loop re-runs it)."""
 

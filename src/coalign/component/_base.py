@@ -32,6 +32,7 @@ class Component(abc.ABC):
         self.inputs = tuple(inputs)
         self.optional_inputs = tuple(optional_inputs)
         self.outputs = tuple(outputs)
+        self._output_keys = frozenset(self.outputs)
         self.params: dict[str, Param] = dict(params or {})
         self.description = description or name
         self._when = when
@@ -47,7 +48,7 @@ class Component(abc.ABC):
     def __call__(self, inputs: dict[str, Any], config: Mapping[str, Any],
                  ctx: RunContext) -> dict[str, Any]:
         out = self.forward(inputs, config, ctx)
-        if not isinstance(out, dict) or set(out) != set(self.outputs):
+        if not isinstance(out, dict) or out.keys() != self._output_keys:
             got = sorted(out) if isinstance(out, dict) else type(out).__name__
             raise ConfigError(f"component {self.name!r} returned {got}, "
                               f"declared outputs are {list(self.outputs)}")

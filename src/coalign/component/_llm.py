@@ -30,20 +30,27 @@ def render_value(value: Any, limit: int = 1200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def field_label(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
 def render_fields(fields: Mapping[str, Any], limit: int = 1200) -> str:
-    return "\n".join(f"{name.replace('_', ' ').capitalize()}: {render_value(v, limit)}"
+    return "\n".join(f"{field_label(name)}: {render_value(v, limit)}"
                      for name, v in fields.items())
 
 
 def first_line(text: str, prefixes: Sequence[str] = ()) -> str:
-    """The first non-empty line, with a leading ``Answer:``-style label removed."""
+    """The first non-empty line, with a leading ``answer:``-style label (lower case) removed."""
     for line in text.strip().splitlines():
         line = line.strip().strip("*").strip()
         if not line:
             continue
-        for p in prefixes:
-            if line.lower().startswith(p.lower()):
-                line = line[len(p):].strip()
+        if prefixes:
+            low = line.lower()
+            for p in prefixes:
+                if low.startswith(p):  # prefixes are given in lower case
+                    line = line[len(p):].strip()
+                    low = line.lower()
         return line
     return ""
 
@@ -70,7 +77,9 @@ class LLMComponent(Component):
         self.model = model
         self.max_tokens = max_tokens
         self.field_limit = field_limit
-        self.parse = parse or (lambda text: first_line(text, (f"{output}:", "answer:")))
+        self.parse = parse or (lambda text: first_line(text, (f"{output.lower()}:", "answer:")))
+        self._labels = {f: field_label(f) for f in (*self.inputs, *self.optional_inputs)}
+        self._per_call_model = "model" in self.params
 
     def messages(self, inputs: Mapping[str, Any], prompt: TextValue) -> tuple[Message, ...]:
         msgs = [Message("system", prompt.instruction)]
@@ -78,12 +87,15 @@ class LLMComponent(Component):
             shown = {k: v for k, v in demo.items() if k != self.output}
             msgs.append(Message("user", render_fields(shown, self.field_limit)))
             msgs.append(Message("assistant", str(demo.get(self.output, ""))))
-        msgs.append(Message("user", render_fields(inputs, self.field_limit)))
+        labels, limit = self._labels, self.field_limit
+        msgs.append(Message("user", "\n".join(
+            f"{labels.get(k) or field_label(k)}: {render_value(v, limit)}"
+            for k, v in inputs.items())))
         return tuple(msgs)
 
     def forward(self, inputs: dict[str, Any], config: Mapping[str, Any],
                 ctx: RunContext) -> dict[str, Any]:
-        model = (self.param_value(config, "model", inputs, ctx) if "model" in self.params
+        model = (self.param_value(config, "model", inputs, ctx) if self._per_call_model
                  else self.model)
         request = LMRequest(self.messages(inputs, config["prompt"]), max_tokens=self.max_tokens)
         response = ctx.generate(model, request)
