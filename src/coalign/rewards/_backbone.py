@@ -109,7 +109,9 @@ class MiniLMBackbone(CachedBackbone):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the loader must never reach a hub
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()  # keep CLI output to coalign's own progress
         self.model = SentenceTransformer(str(self.path), device=device, local_files_only=True)
         self.model.eval()
         self.batch_size = batch_size
