@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--run-dir", type=Path, default=Path("runs/alignment"))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    n_train, n_test, n = (5, 3, 2) if args.quick else (24, 12, 2)
+    n_train, n_test, n = (5, 3, 2) if args.quick else (24, 8, 2)
     run_dir = args.run_dir / ("quick" if args.quick else "full")
     t0 = time.perf_counter()
 
