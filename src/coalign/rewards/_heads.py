@@ -116,6 +116,7 @@ def make_head(emb_dim: int, n_features: int, config: TrainConfig, seed: int) -> 
         return ComponentHead(emb_dim, n_features, config.head, config.hidden)
 
 
+@single_thread()
 def train_head(
     head: ComponentHead,
     emb: torch.Tensor,
@@ -131,35 +132,6 @@ def train_head(
     seed: int,
 ) -> float:
     """Minimize the pairwise loss over (chosen[i], rejected[i]) item indices; returns final loss."""
-    with single_thread():
-        return _train_steps(
-            head,
-            emb,
-            feats,
-            chosen,
-            rejected,
-            epochs,
-            lr,
-            weight_decay,
-            batch_size,
-            max_steps,
-            seed,
-        )
-
-
-def _train_steps(
-    head: ComponentHead,
-    emb: torch.Tensor,
-    feats: torch.Tensor,
-    chosen: torch.Tensor,
-    rejected: torch.Tensor,
-    epochs: int,
-    lr: float,
-    weight_decay: float,
-    batch_size: int,
-    max_steps: int,
-    seed: int,
-) -> float:
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=weight_decay)
     n = len(chosen)
