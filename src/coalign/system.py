@@ -8,10 +8,10 @@ back from a later component to an earlier one while a condition holds, unrolled 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any
 
 from coalign.component._base import Component
@@ -54,6 +54,8 @@ class System:
         self.order = self._toposort()
         self._position = {name: i for i, name in enumerate(self.order)}
         self._check_loops()
+        self._ordered = [self._by_name[n] for n in self.order]
+        self._carried = tuple(dict.fromkeys(f for loop in self.loops for f in loop.carry))
         if output not in self._producer:
             raise GraphError(f"system output field {output!r} is produced by no component")
         self._children = self._child_map()
@@ -193,47 +195,66 @@ class System:
     def _execute(self, example_id: str, inputs: Mapping[str, Any], config: SystemConfig,
                  runtime: Runtime, cached: Trace | None, dirty: set[str],
                  sampling: Mapping[str, Sampling]) -> Trace:
-        missing = [f for f in self.inputs if f not in inputs]
-        if missing:
-            raise GraphError(f"example {example_id!r} lacks system input field(s) {missing}")
-        fields: dict[str, Any] = {f: inputs[f] for f in self.inputs}
-        carried = {f for loop in self.loops for f in loop.carry}
-        for f in carried:
+        try:
+            fields: dict[str, Any] = {f: inputs[f] for f in self.inputs}
+        except KeyError:
+            missing = [f for f in self.inputs if f not in inputs]
+            raise GraphError(f"example {example_id!r} lacks system input field(s) "
+                             f"{missing}") from None
+        for f in self._carried:
             fields.setdefault(f, None)
         trace = Trace(example_id, config.digest, dict(fields))
-        reuse = {s.key: s for s in cached.steps} if cached is not None else {}
+        steps = trace.steps
+        reuse = {s.key: s for s in cached.steps} if cached is not None else None
+        if not self.loops:  # the common straight DAG: no visit counting or loop routing
+            for comp in self._ordered:
+                step = (self._reused(reuse, comp.name, 0, dirty) if reuse is not None else None)
+                if step is None:
+                    step = self._step(comp, 0, example_id, fields, config, runtime,
+                                      sampling.get(comp.name) if sampling else None)
+                steps.append(step)
+                fields.update(step.outputs)
+            trace.state = fields
+            return trace
         visits: dict[str, int] = {}
         loop_iters = [0] * len(self.loops)
         i = 0
-        while i < len(self.order):
-            comp = self._by_name[self.order[i]]
+        while i < len(self._ordered):
+            comp = self._ordered[i]
             visit = visits.get(comp.name, 0)
             visits[comp.name] = visit + 1
-            old = reuse.get((comp.name, visit))
-            if old is not None and comp.name not in dirty:
-                step = Step(comp.name, visit, dict(old.inputs), dict(old.outputs),
-                            skipped=old.skipped, reused=True, usage=old.usage,
-                            choices=dict(old.choices))
-            else:
+            step = self._reused(reuse, comp.name, visit, dirty) if reuse is not None else None
+            if step is None:
                 step = self._step(comp, visit, example_id, fields, config, runtime,
                                   sampling.get(comp.name))
-            trace.steps.append(step)
+            steps.append(step)
             fields.update(step.outputs)
             i = self._next_position(i, comp.name, fields, loop_iters)
         trace.state = fields
         return trace
 
+    @staticmethod
+    def _reused(reuse: Mapping[tuple[str, int], Step], name: str, visit: int,
+                dirty: set[str]) -> Step | None:
+        """A copy of the cached step, unless the component must re-run."""
+        old = reuse.get((name, visit))
+        if old is None or name in dirty:
+            return None
+        return Step(name, visit, dict(old.inputs), dict(old.outputs), skipped=old.skipped,
+                    reused=True, usage=old.usage, choices=dict(old.choices))
+
     def _step(self, comp: Component, visit: int, example_id: str, fields: dict[str, Any],
               config: SystemConfig, runtime: Runtime, sampling: Sampling | None) -> Step:
         x = {f: fields[f] for f in comp.inputs}
-        x.update({f: fields.get(f) for f in comp.optional_inputs})
-        if not comp.active(fields):
-            return Step(comp.name, visit, x, {f: None for f in comp.outputs}, skipped=True)
+        if comp.optional_inputs:
+            x.update({f: fields.get(f) for f in comp.optional_inputs})
+        if comp.conditional and not comp.active(fields):
+            return Step(comp.name, visit, x, dict.fromkeys(comp.outputs), skipped=True)
         ctx = RunContext(runtime, comp.name, example_id, visit, sampling)
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         y = comp(dict(x), config[comp.name], ctx)
-        return Step(comp.name, visit, x, y, latency_s=time.perf_counter() - t0,
-                    usage=ctx.usage, choices=ctx.choices)
+        return Step(comp.name, visit, x, y, False, False, perf_counter() - t0, ctx.usage,
+                    ctx.choices)
 
     def _next_position(self, i: int, name: str, fields: Mapping[str, Any],
                        loop_iters: list[int]) -> int:

@@ -36,6 +36,7 @@ class Component(abc.ABC):
         self.params: dict[str, Param] = dict(params or {})
         self.description = description or name
         self._when = when
+        self.conditional = when is not None  # lets the runner skip the call on the hot path
 
     def active(self, fields: Mapping[str, Any]) -> bool:
         return True if self._when is None else bool(self._when(fields))

@@ -14,7 +14,9 @@ from coalign.runtime import RunContext
 
 def render_value(value: Any, limit: int = 1200) -> str:
     """Compact text of a field value: passages as ``[title] text`` lines, long text cut."""
-    if isinstance(value, list | tuple):
+    if type(value) is str:  # the common case, checked first: this runs on every LM call
+        return value if len(value) <= limit else value[: limit - 1] + "…"
+    if isinstance(value, (list, tuple)):
         lines = []
         for i, item in enumerate(value, 1):
             if isinstance(item, Mapping) and "text" in item:
@@ -41,11 +43,11 @@ def render_fields(fields: Mapping[str, Any], limit: int = 1200) -> str:
 
 def first_line(text: str, prefixes: Sequence[str] = ()) -> str:
     """The first non-empty line, with a leading ``answer:``-style label (lower case) removed."""
-    for line in text.strip().splitlines():
+    for line in text.splitlines():
         line = line.strip().strip("*").strip()
         if not line:
             continue
-        if prefixes:
+        if prefixes and line.lower().startswith(tuple(prefixes)):
             low = line.lower()
             for p in prefixes:
                 if low.startswith(p):  # prefixes are given in lower case
@@ -77,9 +79,13 @@ class LLMComponent(Component):
         self.model = model
         self.max_tokens = max_tokens
         self.field_limit = field_limit
-        self.parse = parse or (lambda text: first_line(text, (f"{output.lower()}:", "answer:")))
+        self._prefixes = (f"{output.lower()}:", "answer:")
+        self.parse = parse or self._first_line
         self._labels = {f: field_label(f) for f in (*self.inputs, *self.optional_inputs)}
         self._per_call_model = "model" in self.params
+
+    def _first_line(self, text: str) -> str:
+        return first_line(text, self._prefixes)
 
     def messages(self, inputs: Mapping[str, Any], prompt: TextValue) -> tuple[Message, ...]:
         msgs = [Message("system", prompt.instruction)]

@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from coalign.errors import CoalignError
 
+# Requests, messages and responses are NamedTuples: immutable and hashable like frozen dataclasses
+# but about 3x cheaper to build, which matters because every component call makes several.
 
-@dataclass(frozen=True, slots=True)
-class Message:
+
+class Message(NamedTuple):
     role: str  # "system" | "user" | "assistant"
     content: str
 
 
-@dataclass(frozen=True, slots=True)
-class LMRequest:
+class LMRequest(NamedTuple):
     messages: tuple[Message, ...]
     model: str = ""  # backend model id; "" means the backend's default
     temperature: float = 0.0
@@ -56,15 +58,17 @@ def chat(user: str, system: str | None = None, **kwargs) -> LMRequest:
     return LMRequest(messages=tuple(msgs), **kwargs)
 
 
-@dataclass(frozen=True, slots=True)
-class LMResponse:
+_NO_EXTRA: Mapping = MappingProxyType({})
+
+
+class LMResponse(NamedTuple):
     text: str
     prompt_tokens: int
     completion_tokens: int
     model: str
     cached: bool = False
     latency_s: float = 0.0
-    extra: dict = field(default_factory=dict, compare=False)
+    extra: Mapping = _NO_EXTRA  # backend details (never part of the answer); read-only default
 
 
 @runtime_checkable

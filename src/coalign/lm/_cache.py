@@ -109,7 +109,7 @@ class CachedLM:
             response.completion_tokens,
             response.model,
             response.latency_s,
-            json.dumps(response.extra, default=str, sort_keys=True),
+            json.dumps(dict(response.extra), default=str, sort_keys=True),
             time.time(),
         )
         with self._lock:
