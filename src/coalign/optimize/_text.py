@@ -26,11 +26,14 @@ EDITS: tuple[Callable[[str], str], ...] = (
     lambda s: s + " Keep every name from the input exactly as written.",
 )
 
+# Small proposers copy the example's names into the instruction, which then fits one input only:
+# the prompt asks for a general instruction explicitly.
 META = ("You improve the instruction given to an assistant that performs one step of a "
-        "pipeline.\nExample of the step's input:\n{example}\nIts output under the best "
-        "instruction: {output}\nInstructions tried so far, with their scores (higher is "
-        "better):\n{tried}\nWrite one new, different instruction that should score higher. "
-        "Reply with the instruction only.")
+        "pipeline: it {description}.\nExample of the step's input:\n{example}\nIts output "
+        "under the best instruction: {output}\nInstructions tried so far, with their scores "
+        "(higher is better):\n{tried}\nWrite one new, different instruction that should score "
+        "higher on every input of this step. Keep it general: do not mention names or facts "
+        "from the example. Reply with the instruction only.")
 
 
 class TextOptimizer(BaseLocalOptimizer):
@@ -73,7 +76,9 @@ class TextOptimizer(BaseLocalOptimizer):
         items = ctx.outputs_under(best)
         example, output = (render_fields(items[0][0], 600), render_value(items[0][1], 200)) \
             if items else ("(none)", "(none)")
-        prompt = META.format(example=example, output=output, tried=tried)
+        description = ctx.task.system.component(ctx.component).description
+        prompt = META.format(description=description, example=example, output=output,
+                             tried=tried)
         request = chat(prompt, max_tokens=80, temperature=0.9, sample_index=len(pool))
         text = first_line(ctx.runtime.lm(ctx.proposer).generate(request).text,
                           ("instruction:", "new instruction:"))
