@@ -89,8 +89,27 @@ def test_downstream_completions_are_averaged():
     (pair,) = col.pairs
     assert (pair.reward_a, pair.reward_b) == (pytest.approx(1.0), pytest.approx(2.0))
     assert pair.m == 3
-    # cost: base run (2 executions) + n*m run_from re-running both components
-    assert col.account.equivalent_runs() == pytest.approx(1 + 2 * 3)
+    # cost: base run (2 executions) + n writer draws + n*m downstream completions
+    assert col.account.equivalent_runs() == pytest.approx(1 + (2 + 2 * 3) / 2)
+
+
+def test_candidates_are_drawn_back_to_back_before_downstream():
+    # consecutive identical prompts let llama.cpp reuse the evaluated prompt; the requests (and
+    # so the response cache keys) are the ones a run_from per candidate would make
+    seen: list[tuple[str, int]] = []
+
+    def handler(r):
+        seen.append((r.messages[0].content, r.sample_index))
+        return f"{r.messages[0].content[0]}{r.sample_index}"
+
+    gen = LLMComponent("writer", ["q"], "draft", "Write", model="m")
+    judge = LLMComponent("judge", ["draft"], "verdict", "Judge", model="m")
+    task = Task(System("s", [gen, judge], ["q"], "verdict"), lambda p, e: float(len(p)), "v")
+    collect_pairs(task, "writer", [Example("e", {"q": "x"}, None)],
+                  task.system.default_config(), Runtime(lms={"m": FakeLM(handler)}),
+                  RolloutSpec(n=3))
+    assert seen == [("Write", 0), ("Judge", 0), ("Write", 0), ("Write", 1), ("Write", 2),
+                    ("Judge", 0), ("Judge", 0), ("Judge", 0)]
 
 
 def test_bad_specs():

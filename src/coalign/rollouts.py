@@ -25,8 +25,9 @@ from coalign.errors import ConfigError
 from coalign.pairs import PreferencePair, canonical_json, label_for, to_jsonable
 from coalign.runtime import Runtime, Sampling
 from coalign.store import RunStore
+from coalign.system import System
 from coalign.task import Task
-from coalign.trace import Trace
+from coalign.trace import Step, Trace
 
 
 @dataclass(frozen=True)
@@ -126,19 +127,27 @@ def _candidates(task: Task, component: str, downstream: list[str], example: Exam
     traces: list[Trace] = []
     x_k: dict[str, Any] = {}
     draws = spec.alternatives or tuple(range(spec.n))
+    settings = []
     for i, draw in enumerate(draws):
-        cfg, own = config, None
         if spec.param is not None:
-            cfg = config.with_value(component, spec.param, draw)
+            settings.append((config.with_value(component, spec.param, draw), None))
         else:
-            own = Sampling(spec.temperature, i)
+            settings.append((config, Sampling(spec.temperature, i)))
+    # Draw every candidate of k back to back before any downstream call: consecutive requests
+    # share k's whole prompt, which llama.cpp then evaluates once instead of once per candidate.
+    own_steps = _draw_candidates(system, component, base, runtime, settings)
+    for (cfg, own), draw, own_step in zip(settings, draws, own_steps, strict=True):
         output: dict[str, Any] | None = None
         for j in range(spec.m):
             sampling = {component: own} if own is not None else {}
             if spec.m > 1:  # average over downstream randomness
                 sampling.update({d: Sampling(spec.downstream_temperature, j) for d in downstream})
-            trace = task.score(system.run_from(component, base, cfg, runtime,
-                                               sampling=sampling), example)
+            if own_step is None:
+                trace = system.run_from(component, base, cfg, runtime, sampling=sampling)
+            else:
+                trace = _run_downstream(system, component, base, own_step, cfg, runtime,
+                                        sampling, first=j == 0)
+            trace = task.score(trace, example)
             traces.append(trace)
             step = trace.step(component)
             x_k = step.inputs
@@ -151,3 +160,27 @@ def _candidates(task: Task, component: str, downstream: list[str], example: Exam
             by_output.setdefault(key, Candidate(output)).rewards.append(float(trace.reward))
     return list(by_output.values()), to_jsonable(x_k), traces
 
+
+def _draw_candidates(system: System, component: str, base: Trace, runtime: Runtime,
+                     settings: list[tuple[SystemConfig, Sampling | None]]) -> list[Step | None]:
+    """k's step under each setting, or ``None`` each where k must re-run inside ``run_from``
+    (loops may visit k several times; a skipped k has no inputs to replay)."""
+    step = base.step(component)
+    if system.loops or step.skipped:
+        return [None] * len(settings)
+    return [system.run_component(component, step.inputs, cfg, runtime,
+                                 example_id=base.example_id, sampling=own)
+            for cfg, own in settings]
+
+
+def _run_downstream(system: System, component: str, base: Trace, own_step: Step,
+                    config: SystemConfig, runtime: Runtime, sampling: dict[str, Sampling],
+                    *, first: bool) -> Trace:
+    """The run with k's output replaced by ``own_step``: only k's descendants execute. The
+    first completion carries k's execution (and its cost); later ones reuse it."""
+    seeded = Trace(base.example_id, config.digest, dict(base.inputs),
+                   [own_step if s.key == own_step.key else s for s in base.steps])
+    trace = system.run_after(component, seeded, config, runtime, sampling=sampling)
+    if first:
+        trace.steps = [own_step if s.key == own_step.key else s for s in trace.steps]
+    return trace

@@ -176,6 +176,13 @@ class System:
         return self._execute(trace.example_id, trace.inputs, config, runtime, trace, dirty,
                              sampling or {})
 
+    def run_after(self, component: str, trace: Trace, config: SystemConfig, runtime: Runtime, *,
+                  sampling: Mapping[str, Sampling] | None = None) -> Trace:
+        """Re-run only what is downstream of ``component``, keeping its step from ``trace``
+        (e.g. a candidate output drawn separately by rollouts)."""
+        return self._execute(trace.example_id, trace.inputs, config, runtime, trace,
+                             self.descendants(component), sampling or {})
+
     def run_batch(self, items: Iterable[tuple[str, Mapping[str, Any]]], config: SystemConfig,
                   runtime: Runtime) -> list[Trace]:
         """Run many examples with bounded concurrency; results keep the input order."""
