@@ -134,7 +134,7 @@ def _candidates(task: Task, component: str, downstream: list[str], example: Exam
         else:
             settings.append((config, Sampling(spec.temperature, i)))
     # Draw every candidate of k back to back before any downstream call: consecutive requests
-    # share k's whole prompt, which llama.cpp then evaluates once instead of once per candidate.
+    # share k's whole prompt, which a prefix-reusing backend evaluates once, not once per draw.
     own_steps = _draw_candidates(system, component, base, runtime, settings)
     for (cfg, own), draw, own_step in zip(settings, draws, own_steps, strict=True):
         output: dict[str, Any] | None = None
