@@ -8,6 +8,7 @@ efficiency (12.5/25/50/100% of the train pairs) and training throughput. Collect
 the response cache in the run directory, so a rerun repeats no LLM call.
 
     python benchmarks/alignment.py [--quick] [--json PATH] [--run-dir DIR]
+        [--train N] [--held-out N] [--n N]
 """
 
 from __future__ import annotations
@@ -84,8 +85,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--run-dir", type=Path, default=Path("runs/alignment"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--train", type=int, help="train questions (full: 45)")
+    parser.add_argument("--held-out", type=int, help="held-out questions (full: 15)")
+    parser.add_argument("--n", type=int, help="samples per LLM component (full: 3)")
     args = parser.parse_args()
-    n_train, n_test, n = (5, 3, 2) if args.quick else (24, 8, 2)
+    n_train, n_test, n = (5, 3, 2) if args.quick else (45, 15, 3)
+    n_train, n_test, n = args.train or n_train, args.held_out or n_test, args.n or n
     run_dir = args.run_dir / ("quick" if args.quick else "full")
     t0 = time.perf_counter()
 
@@ -135,7 +140,7 @@ def main() -> None:
                    "collection_equiv_runs": train_runs + test_runs,
                    "judge_unparsed": judge.unparsed, "wall_s": time.perf_counter() - t0,
                    "split": {"train_questions": n_train, "test_questions": n_test,
-                             "seed": args.seed}})
+                             "seed": args.seed, "n": n}})
 
     print(f"\n{'component':<18} {'pairs':>5} {'ties':>5} {'LRF':>6} {'judge':>6} {'embed':>6} "
           f"{'random':>6}")
