@@ -4,7 +4,8 @@ Systems: ``multihop_qa`` on HotpotQA and ``pubmedqa_select`` (per-question model
 SmolLM2-135M and Qwen2.5-0.5B, plus prompts) on PubMedQA, both on the local LLMs. coalign runs
 first; random search then gets the same number of equivalent runs. Every difference to the
 unoptimized system comes with a paired bootstrap 95% interval over test questions. Runs live in
-``--run-dir`` with the response cache, so an interrupted benchmark resumes.
+``--run-dir`` with the response cache, so an interrupted benchmark resumes. With the benchmark
+extra installed, DSPy's MIPROv2 and GEPA get the same budget too (``--no-dspy`` skips them).
 
     python benchmarks/compare.py [--quick] [--json PATH] [--run-dir DIR] [--seeds 0 1 ...]
 """
@@ -12,6 +13,7 @@ unoptimized system comes with a paired bootstrap 95% interval over test question
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import time
 from pathlib import Path
@@ -22,9 +24,12 @@ from coalign.optimize._baselines import random_search
 from coalign.runner import evaluate
 
 SYSTEMS = {"multihop_qa": "hotpotqa", "pubmedqa_select": "pubmedqa"}
+HAS_DSPY = importlib.util.find_spec("dspy") is not None
+PROPOSER_CTX = 8192  # DSPy's proposal/reflection prompts carry raw demos: 2k tokens overflow
 
 
-def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path) -> dict:
+def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
+               use_dspy: bool = False) -> dict:
     split = ({"train": 6, "val": 6, "test": 10} if quick else
              {"train": 24, "val": 24, "test": 200})
     budget = ({"iterations": 2, "search_size": 3, "fresh_inputs": 3, "rollout_n": 2} if quick
@@ -59,6 +64,9 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path) -> d
     out["random_search"] = {"test_metric": rs_test.mean_reward, "equiv_runs": rs.equiv_runs,
                             "llm_calls": rs.account.total_usage().calls,
                             "wall_s": time.perf_counter() - t0, "configs_tried": len(rs.tried)}
+    if use_dspy:
+        out.update(dspy_rows(job.task, (job.train, job.val, job.test), opt.runtime_for(set()),
+                             job.store, base, ledger.total_runs, seed, dspy_proposer(job)))
 
     base_scores = [t.reward or 0.0 for t in base.traces]
     for method, result in (("coalign", tuned), ("random_search", rs_test)):
@@ -68,6 +76,51 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path) -> d
     return out
 
 
+def dspy_proposer(job: Job):
+    """The job's proposer model for DSPy: a local one gets a long context (same weights), behind
+    the job's response cache; an endpoint model is used as the runtime has it."""
+    from coalign.lm import CachedLM, make_lm
+    from coalign.runner import CACHE_NAME
+
+    name = job.cfg.proposer or job.cfg.model
+    if ":" in name and not name.startswith("llamacpp:"):
+        return name
+    spec = name if ":" in name else f"llamacpp:{name}"
+    return CachedLM(make_lm(spec, n_ctx=PROPOSER_CTX), job.store.run_dir / CACHE_NAME)
+
+
+def dspy_rows(task, splits, runtime, store, base, budget: float, seed: int,
+              prompt_model=None) -> dict:
+    """DSPy MIPROv2 and GEPA given ``budget`` equivalent runs on the same train/val/test split,
+    runtime (model, response cache) and test runner as the other methods; same row keys."""
+    from coalign.errors import ConfigError
+    from coalign.optimize._dspy import METHODS
+    from coalign.optimize._dspy_optimize import dspy_optimize
+
+    train, val, test = splits
+    base_scores = [t.reward or 0.0 for t in base.traces]
+    rows = {}
+    for method in METHODS:
+        t0 = time.perf_counter()
+        try:
+            res = dspy_optimize(task, train, val, runtime, budget, method=method, seed=seed,
+                                prompt_model=prompt_model)
+        except ConfigError as exc:  # e.g. a budget below one MIPRO trial: no matched run exists
+            print(f"dspy_{method}: skipped: {exc}")
+            rows[f"dspy_{method}"] = {"test_metric": float("nan"), "equiv_runs": 0.0,
+                                      "llm_calls": 0, "wall_s": 0.0, "skipped": str(exc)}
+            continue
+        tested = evaluate(task, test, res.best, runtime, store, tag="test")
+        mean, lo, hi, _ = paired_bootstrap([t.reward or 0.0 for t in tested.traces],
+                                           base_scores, seed=seed)
+        rows[f"dspy_{method}"] = {
+            "test_metric": tested.mean_reward, "equiv_runs": res.equiv_runs,
+            "llm_calls": res.account.total_usage().calls, "wall_s": time.perf_counter() - t0,
+            "budget_runs": budget, "val_score": res.best_score, "configs_tried": len(res.tried),
+            "plan": res.plan, "diff_vs_unoptimized": {"mean": mean, "ci95": [lo, hi]}}
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -75,11 +128,16 @@ def main() -> None:
     parser.add_argument("--run-dir", type=Path, default=Path("runs/compare"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS))
+    parser.add_argument("--dspy", action=argparse.BooleanOptionalAction, default=HAS_DSPY,
+                        help="also run DSPy MIPROv2 and GEPA (default: on when dspy is installed)")
     args = parser.parse_args()
+    if args.dspy and not HAS_DSPY:
+        parser.error("--dspy needs the benchmark extra: pip install 'coalign[bench]'")
     run_dir = args.run_dir / ("quick" if args.quick else "full")
     results: dict = {"systems": {}}
     for name in args.systems:
-        per_seed = [run_system(name, SYSTEMS[name], args.quick, s, run_dir) for s in args.seeds]
+        per_seed = [run_system(name, SYSTEMS[name], args.quick, s, run_dir, args.dspy)
+                    for s in args.seeds]
         merged = {}
         for method in per_seed[0]:
             rows = [r[method] for r in per_seed]
