@@ -14,7 +14,8 @@ selector, e.g. the component's local reward).
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Sequence
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -125,6 +126,24 @@ class Choice(Param):
         return {**super().space(), "options": list(self.options)}
 
 
+class WeightsValue(dict):
+    """A state dict that names itself by content digest: ledgers and caches key values through
+    ``to_json``, and base64 safetensors would bloat every ledger row."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"weights_sha256": state_digest(self),
+                "n_parameters": sum(int(t.numel()) for t in self.values())}
+
+
+def state_digest(state: Mapping[str, Any]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(state):
+        t = state[name].detach().contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.numpy().tobytes())
+    return h.hexdigest()
+
+
 class Weights(Param):
     """Parameters of a torch module built by ``factory``; values are state dicts.
 
@@ -140,10 +159,10 @@ class Weights(Param):
         super().__init__({k: v.detach().clone() for k, v in module.state_dict().items()},
                          scope=scope, description=description)
 
-    def validate(self, value: Any) -> dict[str, Any]:
+    def validate(self, value: Any) -> WeightsValue:
         if not isinstance(value, dict):
             raise ConfigError(f"Weights value must be a state dict, got {type(value).__name__}")
-        return value
+        return value if isinstance(value, WeightsValue) else WeightsValue(value)
 
     def build(self, value: dict[str, Any]) -> Any:
         """A fresh module loaded with ``value`` (in eval mode)."""

@@ -6,8 +6,12 @@ from coalign.optimize._gate import Gate, paired_bootstrap
 from coalign.optimize._ledger import Ledger, planned_runs, prefix_discount
 from coalign.optimize._loop import LoopSettings, Optimizer, StepRecord
 from coalign.optimize._pareto import EditMutator, ParetoTextOptimizer
+from coalign.optimize._reinforce import ReinforceResult, RunningBaseline, reinforce_search
 from coalign.optimize._text import TextOptimizer
+from coalign.optimize._weights import ReinforceWeightsOptimizer, WeightsValue
 
-__all__ = ["BaseLocalOptimizer", "EditMutator", "ExpChoiceOptimizer", "Gate", "Ledger", "LocalContext",
-           "LoopSettings", "NoopOptimizer", "Optimizer", "ParetoTextOptimizer", "RewardSelector", "StepRecord",
-           "TextOptimizer", "paired_bootstrap", "planned_runs", "prefix_discount", "softmax"]
+__all__ = ["BaseLocalOptimizer", "EditMutator", "ExpChoiceOptimizer", "Gate", "Ledger",
+           "LocalContext", "LoopSettings", "NoopOptimizer", "Optimizer", "ParetoTextOptimizer",
+           "ReinforceResult", "ReinforceWeightsOptimizer", "RewardSelector", "RunningBaseline",
+           "StepRecord", "TextOptimizer", "WeightsValue", "paired_bootstrap", "planned_runs",
+           "prefix_discount", "reinforce_search", "softmax"]

@@ -27,6 +27,7 @@ from coalign.optimize._choice import ExpChoiceOptimizer, RewardSelector
 from coalign.optimize._gate import Gate
 from coalign.optimize._ledger import Ledger
 from coalign.optimize._text import TextOptimizer
+from coalign.optimize._weights import ReinforceWeightsOptimizer
 from coalign.pairs import to_jsonable
 from coalign.rewards import (
     LocalRewardModel,
@@ -83,7 +84,9 @@ class Optimizer:
         self.s = settings or LoopSettings()
         self.optimizers = optimizers or {"text": TextOptimizer(self.s.text_candidates,
                                                                self.s.text_steps),
-                                         "choice": ExpChoiceOptimizer(self.s.tau)}
+                                         "choice": ExpChoiceOptimizer(self.s.tau),
+                                         "weights": ReinforceWeightsOptimizer(
+                                             temperature=self.s.temperature, seed=self.s.seed)}
         names = self.s.components or [c.name for c in self.system.components if c.params]
         self.targets = [(c, p) for c in names for p in self.system.component(c).params]
         if not self.targets:
@@ -145,7 +148,7 @@ class Optimizer:
             if param.kind == "choice":
                 specs.append(RolloutSpec(param=name, alternatives=tuple(param.options),
                                          choice_key=param.scope == "per_instance"))
-            elif param.kind == "text":
+            elif param.kind in ("text", "weights"):  # sampled outputs (a policy samples orders)
                 specs.append(RolloutSpec(n=self.s.rollout_n, temperature=self.s.temperature))
         return specs
 

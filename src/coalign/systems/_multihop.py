@@ -1,9 +1,12 @@
-"""``multihop_qa``: question rewriter -> BM25 retriever -> info extractor -> answer generator."""
+"""``multihop_qa``: question rewriter -> BM25 retriever -> [reranker] -> extractor -> answer."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from coalign.component import LLMComponent, Retriever
 from coalign.data import get_metric
+from coalign.errors import ConfigError
 from coalign.params import Choice
 from coalign.system import System
 from coalign.task import Task
@@ -16,12 +19,23 @@ ANSWER = "Answer the question using the facts. Reply with only the short answer,
 
 
 def multihop_qa(model: str = "qwen2.5-0.5b", *, ks: tuple[int, ...] = (1, 3, 5, 10),
-                default_k: int = 3, answer_models: tuple[str, ...] | None = None) -> Task:
+                default_k: int = 3, answer_models: tuple[str, ...] | None = None,
+                reranker: bool = False, rerank_pool: int = 10,
+                reranker_backbone: Any = None) -> Task:
     """The reference's HotpotQA pipeline shape, scored by answer F1.
 
     ``answer_models`` turns the answer generator's model into a per-instance choice
     (cheap vs strong) instead of the fixed ``model``.
+
+    ``reranker`` inserts a trainable ``PassageReranker`` (a ``Weights`` param) after the
+    retriever: the retriever then fetches ``rerank_pool`` passages by default (its k stays a
+    choice) and the reranker keeps the best ``default_k``. Untrained, the reranker keeps BM25's
+    order, so the unoptimized system answers exactly as without it. ``reranker_backbone`` shares
+    an encoder (e.g. the LRF's); default: the bundled MiniLM, loaded on first use.
     """
+    if reranker and rerank_pool not in ks:
+        raise ConfigError(f"multihop_qa: rerank_pool {rerank_pool} must be one of ks {list(ks)}")
+    retrieved = "candidates" if reranker else "passages"
     answer_model: str | Choice = model
     if answer_models:
         answer_model = Choice(list(answer_models), answer_models[0], scope="per_instance",
@@ -29,7 +43,8 @@ def multihop_qa(model: str = "qwen2.5-0.5b", *, ks: tuple[int, ...] = (1, 3, 5, 
     components = [
         LLMComponent("question_rewriter", ["question"], "query", REWRITE, model=model,
                      max_tokens=32, description="rewrites the question into a search query"),
-        Retriever("retriever", "query", "paragraphs", "passages", ks=ks, default_k=default_k,
+        Retriever("retriever", "query", "paragraphs", retrieved, ks=ks,
+                  default_k=rerank_pool if reranker else default_k,
                   description="BM25 top-k of the question's paragraphs for the query"),
         LLMComponent("info_extractor", ["question", "passages"], "info", EXTRACT, model=model,
                      max_tokens=64, field_limit=2400,
@@ -38,5 +53,13 @@ def multihop_qa(model: str = "qwen2.5-0.5b", *, ks: tuple[int, ...] = (1, 3, 5, 
                      model=answer_model, max_tokens=16,
                      description="writes the short final answer from the facts"),
     ]
+    if reranker:
+        from coalign.component import PassageReranker  # torch: imported only when used
+
+        components.insert(2, PassageReranker(
+            "reranker", "question", retrieved, "passages", keep=default_k,
+            backbone=reranker_backbone,
+            description="reorders the retrieved passages so those that answer the question come "
+                        "first; keeps the top ones"))
     system = System("multihop_qa", components, inputs=["question", "paragraphs"], output="answer")
     return Task(system, get_metric("f1"), "f1")

@@ -10,6 +10,7 @@ from coalign.task import Task
 
 SYSTEMS: dict[str, Callable[[str], Task]] = {
     "multihop_qa": lambda model: multihop_qa(model),
+    "multihop_qa_rerank": lambda model: multihop_qa(model, reranker=True),
     "pubmedqa_select": lambda model: pubmedqa_select(model),
 }
 
