@@ -1,9 +1,10 @@
-"""coalign vs unoptimized vs random search at a matched budget (equivalent full-system runs).
+"""coalign vs unoptimized, random search, REINFORCE and DSPy at a matched budget (equivalent runs).
 
 Systems: ``multihop_qa`` on HotpotQA and ``pubmedqa_select`` (per-question model choice between
 SmolLM2-135M and Qwen2.5-0.5B, plus prompts) on PubMedQA, both on the local LLMs. coalign runs
-first; random search then gets the same number of equivalent runs. Every difference to the
-unoptimized system comes with a paired bootstrap 95% interval over test questions. Runs live in
+first; random search and global-reward REINFORCE then get the same number of equivalent runs.
+Every difference to the unoptimized system comes with a paired bootstrap 95% interval over test
+questions. Runs live in
 ``--run-dir`` with the response cache, so an interrupted benchmark resumes. With the benchmark
 extra installed, DSPy's MIPROv2 and GEPA get the same budget too (``--no-dspy`` skips them).
 
@@ -19,7 +20,7 @@ import time
 from pathlib import Path
 
 from coalign.job import Job, parse_run_config
-from coalign.optimize import paired_bootstrap
+from coalign.optimize import paired_bootstrap, reinforce_search
 from coalign.optimize._baselines import random_search
 from coalign.runner import evaluate
 
@@ -64,12 +65,22 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
     out["random_search"] = {"test_metric": rs_test.mean_reward, "equiv_runs": rs.equiv_runs,
                             "llm_calls": rs.account.total_usage().calls,
                             "wall_s": time.perf_counter() - t0, "configs_tried": len(rs.tried)}
+
+    t0 = time.perf_counter()
+    rf = reinforce_search(job.task, job.train, job.val, opt.runtime_for(set()), ledger.total_runs,
+                          seed=seed, components=cfg.components)
+    rf_test = evaluate(job.task, job.test, rf.best, opt.runtime_for(set()), job.store,
+                       tag="test")
+    out["reinforce"] = {"test_metric": rf_test.mean_reward, "equiv_runs": rf.equiv_runs,
+                        "llm_calls": rf.account.total_usage().calls,
+                        "wall_s": time.perf_counter() - t0, "configs_tried": len(rf.tried)}
     if use_dspy:
         out.update(dspy_rows(job.task, (job.train, job.val, job.test), opt.runtime_for(set()),
                              job.store, base, ledger.total_runs, seed, dspy_proposer(job)))
 
     base_scores = [t.reward or 0.0 for t in base.traces]
-    for method, result in (("coalign", tuned), ("random_search", rs_test)):
+    for method, result in (("coalign", tuned), ("random_search", rs_test),
+                           ("reinforce", rf_test)):
         mean, lo, hi, _ = paired_bootstrap([t.reward or 0.0 for t in result.traces],
                                            base_scores, seed=seed)
         out[method]["diff_vs_unoptimized"] = {"mean": mean, "ci95": [lo, hi]}
