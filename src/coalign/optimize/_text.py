@@ -79,7 +79,9 @@ class TextOptimizer(BaseLocalOptimizer):
         description = ctx.task.system.component(ctx.component).description
         prompt = META.format(description=description, example=example, output=output,
                              tried=tried)
-        request = chat(prompt, max_tokens=80, temperature=0.9, sample_index=len(pool))
+        # a fresh draw per step: a fixed index would re-propose the instruction the gate rejected
+        request = chat(prompt, max_tokens=80, temperature=0.9,
+                       sample_index=ctx.rng.randrange(1 << 30))
         text = first_line(ctx.runtime.lm(ctx.proposer).generate(request).text,
                           ("instruction:", "new instruction:"))
         return TextValue(text.strip('"'), best.demos) if len(text) > 10 else None
