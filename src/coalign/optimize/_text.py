@@ -24,6 +24,10 @@ EDITS: tuple[Callable[[str], str], ...] = (
     lambda s: "Read the input carefully. " + s,
     lambda s: s + " Use only information stated in the input; never guess.",
     lambda s: s + " Keep every name from the input exactly as written.",
+    # multi-part questions: small models answer the first hop and stop
+    lambda s: s + " If the question has several parts, give the fact for each part.",
+    lambda s: s + " When the answer concerns someone or something named in the input, also give "
+                  "the fact stated about that one.",
 )
 
 # Small proposers copy the example's names into the instruction, which then fits one input only:
