@@ -4,11 +4,14 @@ Generates two audit-format JSONL files (seeded synthetic pairs: 3-5 raters with 
 abstentions, varied prompt/response lengths, stored digests that are re-verified) in a temp
 folder, then audits each in a fresh subprocess pinned to one CPU core, so each process's peak
 RSS belongs to one file. A third subprocess imports the package and stops, for the baseline.
+A fourth loads the small file as ``PreferencePair`` objects (untimed) and times
+``audit_preferences`` on that list.
 
     python benchmarks/audit_throughput.py [--quick] --json results.json
 
 ``pairs_per_s`` is pairs / CPU seconds of the audit process on the large file (CPU time, not
 wall time, because the machine may be shared); wall-clock rates are reported alongside.
+``objects_pairs_per_s`` is the same rate for ``audit_preferences`` on in-memory pairs.
 """
 
 from __future__ import annotations
@@ -59,17 +62,19 @@ def generate(path: Path, count: int, seed: int) -> None:
     write_pairs_jsonl(path, pairs())
 
 
-def worker(path: str | None) -> None:
-    """Audit one file on one core; print a JSON line of figures."""
+def worker(path: str | None, objects: bool = False) -> None:
+    """Audit one file (or, with ``objects``, its pairs in a list) on one core; print figures."""
     core = sorted(os.sched_getaffinity(0))[-1]
     os.sched_setaffinity(0, {core})
-    from coalign.audit import audit_jsonl, load_contract
+    from coalign.audit import audit_jsonl, audit_preferences, iter_pairs_jsonl, load_contract
 
     result: dict[str, object] = {"core": core}
     if path is not None:
         contract = load_contract(CONTRACT)
+        if objects:
+            pairs = [pair for _, pair in iter_pairs_jsonl(Path(path), contract.scope)]
         wall, cpu = time.perf_counter(), time.process_time()
-        report = audit_jsonl(contract, path)
+        report = audit_preferences(contract, pairs) if objects else audit_jsonl(contract, path)
         result.update(cpu_s=time.process_time() - cpu, wall_s=time.perf_counter() - wall,
                       pairs=report.pairs, status=report.status,
                       findings=[f.code for f in report.findings])
@@ -77,9 +82,10 @@ def worker(path: str | None) -> None:
     print(json.dumps(result))
 
 
-def run_worker(path: Path | None) -> dict:
+def run_worker(path: Path | None, objects: bool = False) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    args = [sys.executable, __file__, "--worker", str(path) if path else "-"]
+    args = [sys.executable, __file__, "--objects" if objects else "--worker",
+            str(path) if path else "-"]
     done = subprocess.run(args, capture_output=True, text=True, env=env, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -90,9 +96,10 @@ def main() -> None:
                         help="5k and 100k pairs (default: 20k and 500k)")
     parser.add_argument("--json", type=Path, help="write results here")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--objects", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.worker:
-        worker(None if args.worker == "-" else args.worker)
+    if args.worker or args.objects:
+        worker(None if args.worker == "-" else args.worker or args.objects, bool(args.objects))
         return
     sys.path.insert(0, str(ROOT / "src"))
     # Turn SIGTERM into an exception so the temporary folder (hundreds of MB) is removed.
@@ -108,6 +115,8 @@ def main() -> None:
             run.update(file_mb=path.stat().st_size / 2**20,
                        pairs_per_s=run["pairs"] / run["cpu_s"],
                        pairs_per_s_wall=run["pairs"] / run["wall_s"])
+            if count == sizes[0]:
+                objects = run_worker(path, objects=True)
             path.unlink()
             rows.append(run)
     print(f"{'pairs':>9} {'file MB':>8} {'cpu s':>7} {'wall s':>7} {'pairs/s cpu':>12} "
@@ -116,8 +125,11 @@ def main() -> None:
         print(f"{r['pairs']:>9} {r['file_mb']:>8.1f} {r['cpu_s']:>7.2f} {r['wall_s']:>7.2f} "
               f"{r['pairs_per_s']:>12.0f} {r['pairs_per_s_wall']:>13.0f} "
               f"{r['peak_rss_mb']:>12.1f}  {r['status']} {','.join(r['findings'])}")
+    objects_rate = objects["pairs"] / objects["cpu_s"]
+    print(f"audit_preferences on {objects['pairs']} in-memory pairs: {objects_rate:.0f} "
+          "pairs/s cpu")
     print(f"baseline (import only) peak RSS MB: {baseline:.1f}; one core per audit process")
-    result = {"pairs_per_s": rows[-1]["pairs_per_s"],
+    result = {"pairs_per_s": rows[-1]["pairs_per_s"], "objects_pairs_per_s": objects_rate,
               "peak_rss_mb": max(r["peak_rss_mb"] for r in rows),
               "pairs_per_s_wall": rows[-1]["pairs_per_s_wall"],
               "baseline_rss_mb": baseline, "runs": rows, "quick": args.quick}

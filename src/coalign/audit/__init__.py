@@ -1,6 +1,7 @@
 """Preference-evidence audit and numerically stable DPO loss (reference: seed 003)."""
 
-from coalign.audit._audit import PreferenceAuditor, audit_jsonl, audit_preferences, audit_stream
+from coalign.audit._audit import PreferenceAuditor, audit_preferences, audit_stream
+from coalign.audit._audit_jsonl import audit_jsonl
 from coalign.audit._contract import AuditScope, AuditThresholds, PreferenceContract
 from coalign.audit._errors import AuditError
 from coalign.audit._hh import hh_pair, iter_hh_pairs

@@ -1,7 +1,8 @@
 """The audit: revalidate records, count support, find bias indicators, average the DPO loss.
 
-``PreferenceAuditor`` consumes pairs one at a time and keeps only counters plus compact
-fingerprints for duplicate detection, so a stream of any length can be audited.
+``PreferenceAuditor`` consumes pairs one at a time (or, from ``audit_jsonl``, blocks of rows
+already validated column by column) and keeps only counters plus compact fingerprints for
+duplicate detection, so a stream of any length can be audited.
 ``audit_preferences`` is the sequence form used by the reference fixture and tests.
 """
 
@@ -9,12 +10,12 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from coalign.audit._blocks import PairChecker, RowBlock
 from coalign.audit._contract import PreferenceContract
 from coalign.audit._dedup import DuplicateIndex, DuplicateSummary
 from coalign.audit._digest import fingerprint
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 _EXAMPLES = 3  # ids quoted per finding; the counts carry the rest
 _CHUNK = 8192  # pairs buffered before fingerprints and losses are handed on in bulk
+_PAIR_CHUNK = 256  # pairs of a list checked together by PairChecker
 
 
 class _Cases:
@@ -42,6 +44,13 @@ class _Cases:
         self.count += 1
         if len(self.examples) < _EXAMPLES:
             self.examples.append(pair_id)
+
+    def add_where(self, mask: np.ndarray, pair_ids: tuple[str, ...]) -> None:
+        """``add`` each pair id whose ``mask`` entry is true, in order."""
+        hits = np.flatnonzero(mask)
+        self.count += len(hits)
+        for index in hits[: _EXAMPLES - len(self.examples)]:
+            self.examples.append(pair_ids[index])
 
     def describe(self) -> str:
         more = ", …" if self.count > len(self.examples) else ""
@@ -66,7 +75,8 @@ class PreferenceAuditor:
         self._sides = {"left": 0, "right": 0, "unknown": 0}
         self._loss_sum = 0.0
         self._keys, self._logps = array("Q"), array("d")  # per-pair buffers, see _flush
-        self._chunk_values = 9 * max(1, min(_CHUNK, buffer_entries))  # 9 integers per pair
+        self._pending = 0  # pairs since the last _flush
+        self._chunk_pairs = max(1, min(_CHUNK, buffer_entries))
         self._loss_max: float | None = None
         self._no_decisive, self._no_majority, self._dup_raters = _Cases(), _Cases(), _Cases()
         self._pair_ids = DuplicateIndex(buffer_entries)
@@ -89,10 +99,26 @@ class PreferenceAuditor:
         row = self._pairs + 1 if row is None else row
         self._accept(rebuild(pair, PreferencePair, f"pairs[{row - 1}]"), row)
 
+    def _add_sequence(self, pairs: Sequence[PreferencePair]) -> None:
+        """``add`` each pair, in chunks checked column by column (``PairChecker``).
+
+        A chunk holding anything unusual is added pair by pair, so ``rebuild`` raises the
+        same error for the same pair as ``add`` would.
+        """
+        checker = PairChecker(self._scope, self._want_logprobs)
+        for start in range(0, len(pairs), _PAIR_CHUNK):
+            chunk = pairs[start:start + _PAIR_CHUNK]
+            block = checker.check(chunk, self._pairs + 1)
+            if block is None:
+                for pair in chunk:
+                    self.add(pair)
+            else:
+                self._accept_block(block)
+
     def _accept(self, pair: PreferencePair, row: int) -> None:
         # Private on purpose: only pairs this package has just constructed from parsed rows
-        # (``audit_jsonl``) may skip the rebuild; every other check still runs. This is the
-        # per-pair hot path, so per-pair numbers go into flat buffers handled per chunk.
+        # (``audit_jsonl``) may skip the rebuild; every other check still runs. Per-pair
+        # numbers go into flat buffers handled per chunk.
         if pair.scope is not self._scope:
             self._check_scope(pair, row)
         if (pair.policy_chosen_logp is not None) is not self._want_logprobs:
@@ -107,18 +133,51 @@ class PreferenceAuditor:
             self._logps.extend((pair.policy_chosen_logp, pair.policy_rejected_logp,
                                 pair.reference_chosen_logp, pair.reference_rejected_logp))
         prompt_key, id_key = fingerprint(pair.prompt), fingerprint(pair.prompt_id)
-        keys = self._keys
-        keys.extend((fingerprint(pair.pair_id), 0, row, id_key, prompt_key, row,
-                     prompt_key, id_key, row))
-        if len(keys) >= self._chunk_values:
+        self._keys.extend((fingerprint(pair.pair_id), 0, row, id_key, prompt_key, row,
+                           prompt_key, id_key, row))
+        self._pending += 1
+        if self._pending == self._chunk_pairs:
             self._flush()
+
+    def _accept_block(self, block: RowBlock) -> None:
+        # The bulk counterpart of ``_accept``: the same state, updated per column. The block's
+        # source (``BlockDecoder``, ``PairChecker``) has made every check ``_accept`` makes.
+        ids = block.pair_ids
+        chosen, rejected, ties, abstentions = (int(c) for c in block.tallies.sum(axis=0))
+        per_pair = block.tallies.T
+        decisive = per_pair[0] + per_pair[1]
+        self._dup_raters.add_where(block.duplicate_raters, ids)
+        self._no_decisive.add_where(decisive == 0, ids)
+        self._no_majority.add_where((decisive > 0) & (per_pair[0] <= per_pair[1]), ids)
+        self._pairs += len(ids)
+        self._count_votes(chosen, rejected, ties, abstentions)
+        for side, count in zip(("left", "right", "unknown"), block.sides, strict=True):
+            self._sides[side] += count
+        # Fingerprints go straight to the indexes (their order there is immaterial); losses are
+        # folded after every ``_chunk_pairs`` pairs, as for ``_accept``, so sums round alike.
+        rows = np.arange(block.first_row, block.first_row + len(ids), dtype=np.uint64)
+        pair_key, id_key, prompt_key = block.fingerprints.T
+        self._pair_ids.add_many(np.column_stack((pair_key, np.zeros_like(rows), rows)))
+        self._prompt_ids.add_many(np.column_stack((id_key, prompt_key, rows)))
+        self._prompt_texts.add_many(np.column_stack((prompt_key, id_key, rows)))
+        start = 0
+        while start < len(ids):
+            stop = min(len(ids), start + self._chunk_pairs - self._pending)
+            if block.logps is not None:
+                self._logps.frombytes(block.logps[start:stop].tobytes())
+            self._pending += stop - start
+            start = stop
+            if self._pending == self._chunk_pairs:
+                self._flush()
 
     def _flush(self) -> None:
         """Move buffered fingerprints to the duplicate indexes and fold buffered losses."""
-        entries = np.frombuffer(self._keys, dtype=np.uint64).reshape(-1, 3, 3)
-        for slot, index in enumerate((self._pair_ids, self._prompt_ids, self._prompt_texts)):
-            index.add_many(entries[:, slot, 0], entries[:, slot, 1], entries[:, slot, 2])
-        self._keys = array("Q")
+        if self._keys:
+            entries = np.frombuffer(self._keys, dtype=np.uint64).reshape(-1, 3, 3)
+            for slot, index in enumerate((self._pair_ids, self._prompt_ids, self._prompt_texts)):
+                index.add_many(entries[:, slot])
+            self._keys = array("Q")
+        self._pending = 0
         if self._logps:
             logps = np.frombuffer(self._logps, dtype=np.float64).reshape(-1, 4)
             losses = dpo_losses(logps[:, 0], logps[:, 1], logps[:, 2], logps[:, 3],
@@ -159,6 +218,9 @@ class PreferenceAuditor:
             self._no_decisive.add(pair.pair_id)
         elif chosen <= rejected:
             self._no_majority.add(pair.pair_id)
+        self._count_votes(chosen, rejected, ties, abstentions)
+
+    def _count_votes(self, chosen: int, rejected: int, ties: int, abstentions: int) -> None:
         self._decisive += chosen + rejected
         self._chosen_votes += chosen
         self._rejected_votes += rejected
@@ -270,10 +332,17 @@ def _rows(examples: tuple[tuple[int, ...], ...]) -> str:
 
 
 def audit_stream(contract: PreferenceContract, pairs: Iterable[PreferencePair]) -> PreferenceReport:
-    """Audit any iterable of pairs (each revalidated) in bounded memory."""
+    """Audit any iterable of pairs (each revalidated) in bounded memory.
+
+    A list or tuple is checked in chunks; any other iterable is read one pair at a time, so a
+    lazy source is never read ahead of the pair being audited.
+    """
     with PreferenceAuditor(contract) as auditor:
-        for pair in pairs:
-            auditor.add(pair)
+        if type(pairs) in (list, tuple):
+            auditor._add_sequence(pairs)  # type: ignore[arg-type]
+        else:
+            for pair in pairs:
+                auditor.add(pair)
         return auditor.finish()
 
 
@@ -297,24 +366,3 @@ def audit_preferences(contract: PreferenceContract,
         raise AuditError(f"pairs: expected a tuple or list, got {type(pairs).__name__}; "
                          "use audit_stream for iterators")
     return audit_stream(contract, tuple(pairs))
-
-
-PairReader = Callable[[Path, "AuditScope"], Iterator[tuple[int, PreferencePair]]]
-
-
-def audit_jsonl(contract: PreferenceContract, path: str | Path,
-                reader: PairReader | None = None) -> PreferenceReport:
-    """Stream-audit a JSONL file in bounded memory (no size cap).
-
-    Args:
-        contract: the declared contract; every row's scope must equal its scope.
-        path: the pairs file.
-        reader: yields ``(line_number, pair)``; defaults to ``iter_pairs_jsonl`` (the audit
-            format); ``iter_hh_pairs`` reads HH-RLHF prompt/chosen/rejected rows.
-    """
-    from coalign.audit._jsonl import iter_pairs_jsonl
-
-    with PreferenceAuditor(contract) as auditor:
-        for line, pair in (reader or iter_pairs_jsonl)(Path(path), auditor.contract.scope):
-            auditor._accept(pair, line)
-        return auditor.finish()

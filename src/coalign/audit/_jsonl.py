@@ -30,20 +30,43 @@ def load_contract(path: str | Path) -> PreferenceContract:
         raise AuditError(f"{path}: {exc}") from None
 
 
-def iter_rows(path: Path) -> Iterator[tuple[int, object]]:
-    """``(line_number, parsed_json)`` for each non-blank line, reading one line at a time."""
-    decode = msgspec.json.Decoder().decode
+#: Bytes of lines read at once: enough rows (about 200) to amortize the per-block work of the
+#: bulk path, few enough that a block's lines and decoded rows stay in the CPU caches
+#: (measured: 1 MiB blocks cost about a quarter more per pair than 128-256 KiB).
+BLOCK_BYTES = 1 << 18
+
+
+def iter_line_blocks(path: Path, block_bytes: int = BLOCK_BYTES
+                     ) -> Iterator[tuple[int, list[bytes]]]:
+    """``(first_line_number, lines)`` for consecutive blocks of about ``block_bytes``."""
     try:
-        handle = open(path, "rb")
+        # A 64 KiB buffer instead of 8 KiB: a fraction of the read calls, and lines of about a
+        # kilobyte no longer straddle most buffer refills (readlines costs a third as much).
+        handle = open(path, "rb", buffering=1 << 16)
     except OSError as exc:
         raise AuditError(f"{path}: cannot read pairs ({exc.strerror})") from None
     with handle:
-        for number, line in enumerate(handle, start=1):
-            try:
-                yield number, decode(line)
-            except msgspec.MsgspecError:
-                if line.strip():
-                    yield number, _parse_slowly(line, path, number)
+        number = 1
+        while lines := handle.readlines(block_bytes):
+            yield number, lines
+            number += len(lines)
+
+
+def parse_lines(path: Path, first: int, lines: list[bytes]) -> Iterator[tuple[int, object]]:
+    """``(line_number, parsed_json)`` for each non-blank line of a block."""
+    decode = msgspec.json.Decoder().decode
+    for number, line in enumerate(lines, start=first):
+        try:
+            yield number, decode(line)
+        except (msgspec.MsgspecError, UnicodeDecodeError):  # invalid UTF-8 inside a string
+            if line.strip():
+                yield number, _parse_slowly(line, path, number)
+
+
+def iter_rows(path: Path) -> Iterator[tuple[int, object]]:
+    """``(line_number, parsed_json)`` for each non-blank line, one block in memory at a time."""
+    for first, lines in iter_line_blocks(path):
+        yield from parse_lines(path, first, lines)
 
 
 def _parse_slowly(line: bytes, path: Path, number: int) -> object:
@@ -57,14 +80,20 @@ def _parse_slowly(line: bytes, path: Path, number: int) -> object:
         raise AuditError(f"{path}:{number}: invalid JSON ({exc.msg})") from None
 
 
-def iter_pairs_jsonl(path: Path, scope: AuditScope) -> Iterator[tuple[int, PreferencePair]]:
-    """Parse audit-format rows into freshly validated pairs, one line in memory at a time."""
+def pairs_from_rows(path: Path, scope: AuditScope, rows: Iterable[tuple[int, object]]
+                    ) -> Iterator[tuple[int, PreferencePair]]:
+    """Parsed audit-format rows as freshly validated pairs; errors name file and line."""
     scope_json = scope.to_json()
-    for number, row in iter_rows(path):
+    for number, row in rows:
         try:
             yield number, PreferencePair.from_json(row, scope, scope_json=scope_json)
         except AuditError as exc:
             raise AuditError(f"{path}:{number}: {exc}") from None
+
+
+def iter_pairs_jsonl(path: Path, scope: AuditScope) -> Iterator[tuple[int, PreferencePair]]:
+    """Parse audit-format rows into freshly validated pairs, one block in memory at a time."""
+    return pairs_from_rows(path, scope, iter_rows(path))
 
 
 def write_pairs_jsonl(path: str | Path, pairs: Iterable[PreferencePair]) -> int:
