@@ -129,3 +129,23 @@ def test_pareto_search_as_text_local_optimizer(tmp_path):
     assert len(scored) >= 3  # cold start scored every seed
     # an edit asking for concision makes "good" drafts: the search must find and propose it
     assert any("concise" in str(r.value).lower() for r in writer_steps)
+
+
+def test_component_whose_pairs_were_all_ties_is_not_drawn(tmp_path):
+    # the writer's samples always write "bad": every stage-1 pair is a tie, so it has no head
+    opt = make_optimizer(tmp_path, FakeLM(lambda r: "bad"), iterations=4)
+    history = opt.run()
+    assert not opt.reward.can_score("writer") and opt.reward.can_score("pick")
+    assert {r.component for r in history} == {"pick"}
+
+
+def test_no_local_reward_at_all_records_a_skipped_step(tmp_path):
+    task = Task(System("w", [LLMComponent("writer", ["q"], "draft", "Write.", model="m")], ["q"],
+                       "draft"), lambda p, e: 0.0, "s")
+    train = [Example(f"t{i}", {"q": f"q{i}"}, None) for i in range(3)]
+    reward = LocalRewardModel(HashingBackbone(64), {"writer": "writes"})
+    opt = Optimizer(task, train, train, Runtime(lms={"m": FakeLM(lambda r: "same")}),
+                    RunStore(tmp_path), reward, LoopSettings(iterations=2, seed=0))
+    history = opt.run()
+    assert [r.accepted for r in history] == [False, False]
+    assert all("tie" in r.reason and r.val_after is None for r in history)

@@ -120,6 +120,9 @@ class RerankLrf(LocalRewardModel):
             return AnswerFirstReward().score_batch(component, items)
         return super().score_batch(component, items)
 
+    def can_score(self, component):
+        return component == "reranker" or super().can_score(component)
+
 
 def rerank_task():
     def read(x, c, ctx):

@@ -175,7 +175,8 @@ class Optimizer:
     def _stage1(self) -> None:
         pairs = self._collect(self.train, "lrf_train")
         self._measure_alignment(pairs)
-        self.reward.fit(pairs)
+        if any(not p.is_tie for p in pairs):  # all ties: no head; iterations then say so
+            self.reward.fit(pairs)
         with self.store.transaction():
             self.store.set_meta("stage1_checkpoint", self._checkpoint("stage1"))
             self.store.set_meta("stage1_account", self.account.to_json())
@@ -232,7 +233,14 @@ class Optimizer:
     def _iteration(self, t: int) -> StepRecord:
         t0 = time.perf_counter()
         rng = random.Random(f"{self.s.seed}:step:{t}")
-        component = rng.choice(sorted({c for c, _ in self.targets}))
+        # A component whose stage-1 pairs were all ties has no local reward yet: nothing can rank
+        # its candidates, so draw among the others (adaptation may add its head later).
+        names = sorted({c for c, _ in self.targets})
+        ready = [c for c in names if self.reward.can_score(c)]
+        if not ready:
+            return self._record(t, names[0], self.targets[0][1], False, self.val_score, None,
+                                None, "no local reward yet: every stage-1 pair was a tie", t0)
+        component = rng.choice(ready)
         param = rng.choice([p for c, p in self.targets if c == component])
         spec = self.system.component(component).params[param]
         before = self.val_score

@@ -51,6 +51,10 @@ class BaseRewardModel(abc.ABC):
     def score(self, component: str, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> float:
         return float(self.score_batch(component, [(inputs, outputs)])[0])
 
+    def can_score(self, component: str) -> bool:
+        """Whether ``component`` has a reward yet (a learned one needs decisive pairs first)."""
+        return True
+
     def fit(self, pairs: Sequence[PreferencePair]) -> Any:
         return None
 

@@ -101,6 +101,9 @@ class LocalRewardModel(BaseRewardModel):
         return emb, feats
 
     # ---- scoring ---------------------------------------------------------------------------
+    def can_score(self, component: str) -> bool:
+        return component in self.heads
+
     def score_batch(self, component: str, items: Sequence[Item]) -> np.ndarray:
         head = self.heads.get(component)
         if head is None:
