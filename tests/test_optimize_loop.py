@@ -149,3 +149,14 @@ def test_no_local_reward_at_all_records_a_skipped_step(tmp_path):
     history = opt.run()
     assert [r.accepted for r in history] == [False, False]
     assert all("tie" in r.reason and r.val_after is None for r in history)
+
+
+def test_stage1_alignment_is_cross_validated_over_every_decisive_pair(tmp_path):
+    opt = make_optimizer(tmp_path, writer_lm(), iterations=0)
+    opt.prepare()
+    alignment = opt.store.get_meta("lrf_alignment")
+    for comp in ("writer", "pick"):
+        decisive = [p for p in opt.store.pairs(comp) if not p.is_tie]
+        assert alignment[comp]["pairs"] == len(decisive) > 0  # each tested exactly once
+        assert 0.0 <= alignment[comp]["accuracy"] <= 1.0
+    assert alignment["writer"]["accuracy"] >= 0.75  # "good" vs "bad" drafts: easy to learn

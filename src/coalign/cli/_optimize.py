@@ -75,7 +75,7 @@ def summary(job: Job, before: float, after: float) -> None:
     console.print(ledger)
     alignment = job.store.get_meta("lrf_alignment") or {}
     if alignment:
-        al = Table(title="local reward alignment (held-out pairs of stage 1)")
+        al = Table(title="local reward alignment (stage-1 pairs, cross-validated by input)")
         for col in ("component", "pairs", "pairwise accuracy"):
             al.add_column(col)
         for comp, a in alignment.items():

@@ -183,18 +183,27 @@ class Optimizer:
             self.store.set_meta("stage1_done", True)
 
     def _measure_alignment(self, pairs: list) -> None:
-        """Held-out pairwise accuracy per component: fit on 80% of inputs, test on the rest."""
+        """Cross-validated pairwise accuracy per component: each fold of training inputs is held
+        out once from a fresh LRF fitted on the others, so every decisive pair is tested once."""
         ids = sorted({p.example_id for p in pairs})
-        held = set(ids[: max(1, len(ids) // 5)])
-        fit = [p for p in pairs if p.example_id not in held]
-        test = [p for p in pairs if p.example_id in held and not p.is_tie]
-        if not test or not any(not p.is_tie for p in fit):
-            return
-        self.reward.fit(fit)
-        result = pairwise_accuracy(self.reward, test)
-        self.store.set_meta("lrf_alignment", {
-            c: {"pairs": result.counts[c][1], "accuracy": result.accuracy(c)}
-            for c in result.counts})
+        folds = min(5, len(ids))
+        counts: dict[str, list[float]] = {}
+        for f in range(folds if folds >= 2 else 0):
+            held = set(ids[f::folds])
+            fit = [p for p in pairs if p.example_id not in held]
+            if not any(not p.is_tie for p in fit):
+                continue
+            model = self.reward.untrained()
+            model.fit(fit)
+            test = [p for p in pairs if p.example_id in held and not p.is_tie
+                    and model.can_score(p.component)]
+            if test:
+                for comp, (correct, total) in pairwise_accuracy(model, test).counts.items():
+                    acc = counts.setdefault(comp, [0.0, 0])
+                    acc[0], acc[1] = acc[0] + correct, acc[1] + total
+        if counts:
+            self.store.set_meta("lrf_alignment", {
+                c: {"pairs": int(n), "accuracy": correct / n} for c, (correct, n) in counts.items()})
 
     def _resume(self) -> int:
         """Restore config, policies, costs and reward model from the last ledger entry."""

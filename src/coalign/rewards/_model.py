@@ -79,6 +79,11 @@ class LocalRewardModel(BaseRewardModel):
         self._rng = random.Random(self.config.seed)
         self._n_features = N_FEATURES if self.config.use_features else 0
 
+    def untrained(self) -> LocalRewardModel:
+        """A model with the same backbone, descriptions and settings and no heads (for
+        cross-validation: nothing learned from held-out inputs can leak in)."""
+        return LocalRewardModel(self.backbone, self.descriptions, self.config)
+
     @property
     def n_features(self) -> int:
         """Width of the cheap feature vector beside the embedding (0 when disabled)."""
