@@ -202,8 +202,8 @@ class Optimizer:
                     acc = counts.setdefault(comp, [0.0, 0])
                     acc[0], acc[1] = acc[0] + correct, acc[1] + total
         if counts:
-            self.store.set_meta("lrf_alignment", {
-                c: {"pairs": int(n), "accuracy": correct / n} for c, (correct, n) in counts.items()})
+            self.store.set_meta("lrf_alignment", {c: {"pairs": int(n), "accuracy": correct / n}
+                                                  for c, (correct, n) in counts.items()})
 
     def _resume(self) -> int:
         """Restore config, policies, costs and reward model from the last ledger entry."""
