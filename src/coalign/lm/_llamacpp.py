@@ -7,10 +7,12 @@ llama.cpp context is not thread-safe.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +93,9 @@ class ModelPool:
         self._models: dict[tuple[str, int], LoadedModel] = {}
         self._by_name: dict[tuple[str, int], LoadedModel] = {}  # skips re-resolving per call
         self._lock = threading.Lock()
+        # Free the models before interpreter teardown: llama.cpp's own finalizers run after its
+        # C bindings are gone and print "TypeError: 'NoneType' object is not callable" otherwise.
+        atexit.register(_clear_pool, weakref.ref(self))
 
     def get(self, model: str, n_ctx: int) -> LoadedModel:
         """The loaded model for ``model`` (name or path), loading it on first use.
@@ -149,6 +154,12 @@ class ModelPool:
             with loaded.lock:
                 loaded.closed.set()
                 loaded.llama.close()
+
+
+def _clear_pool(ref: weakref.ref[ModelPool]) -> None:
+    pool = ref()
+    if pool is not None:
+        pool.clear()
 
 
 @functools.cache
