@@ -41,7 +41,7 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
     cfg = parse_run_config({"system": name, "data": data, "split": {**split, "seed": seed},
                             "budget": budget, "seed": seed, "proposer": "qwen2.5-0.5b"})
     # one directory per config: a changed budget or split starts afresh instead of being refused
-    job = Job.open(cfg, run_dir / f"{name}-seed{seed}-{cfg.digest()[:8]}")
+    job = Job.open(cfg, run_dir / f"{name}-seed{seed}-{cfg.digest[:8]}")
     opt, out = job.optimizer, {}
 
     t0 = time.perf_counter()
