@@ -61,30 +61,25 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
                       "val_before": accepted[0]["val_before"] if accepted else None,
                       "val_after": accepted[-1]["val_after"] if accepted else None}
 
-    t0 = time.perf_counter()
-    rs = random_search(job.task, job.val, opt.runtime_for(set()), ledger.total_runs,
-                       seed=seed, components=cfg.components)
-    rs_test = evaluate(job.task, job.test, rs.best, opt.runtime_for(set()), job.store,
-                       tag="test")
-    out["random_search"] = {"test_metric": rs_test.mean_reward, "equiv_runs": rs.equiv_runs,
-                            "llm_calls": rs.account.total_usage().calls,
-                            "wall_s": time.perf_counter() - t0, "configs_tried": len(rs.tried)}
-
-    t0 = time.perf_counter()
-    rf = reinforce_search(job.task, job.train, job.val, opt.runtime_for(set()), ledger.total_runs,
-                          seed=seed, components=cfg.components)
-    rf_test = evaluate(job.task, job.test, rf.best, opt.runtime_for(set()), job.store,
-                       tag="test")
-    out["reinforce"] = {"test_metric": rf_test.mean_reward, "equiv_runs": rf.equiv_runs,
-                        "llm_calls": rf.account.total_usage().calls,
-                        "wall_s": time.perf_counter() - t0, "configs_tried": len(rf.tried)}
+    rt, budget = opt.runtime_for(set()), ledger.total_runs
+    tested = {}
+    for method, search in (
+            ("random_search", lambda: random_search(job.task, job.val, rt, budget, seed=seed,
+                                                    components=cfg.components)),
+            ("reinforce", lambda: reinforce_search(job.task, job.train, job.val, rt, budget,
+                                                   seed=seed, components=cfg.components))):
+        t0 = time.perf_counter()
+        res = search()
+        tested[method] = evaluate(job.task, job.test, res.best, rt, job.store, tag="test")
+        out[method] = {"test_metric": tested[method].mean_reward, "equiv_runs": res.equiv_runs,
+                       "llm_calls": res.account.total_usage().calls,
+                       "wall_s": time.perf_counter() - t0, "configs_tried": len(res.tried)}
     if use_dspy:
         out.update(dspy_rows(job.task, (job.train, job.val, job.test), opt.runtime_for(set()),
                              job.store, base, ledger.total_runs, seed, dspy_proposer(job)))
 
     base_scores = [t.reward or 0.0 for t in base.traces]
-    for method, result in (("coalign", tuned), ("random_search", rs_test),
-                           ("reinforce", rf_test)):
+    for method, result in (("coalign", tuned), *tested.items()):
         mean, lo, hi, _ = paired_bootstrap([t.reward or 0.0 for t in result.traces],
                                            base_scores, seed=seed)
         out[method]["diff_vs_unoptimized"] = {"mean": mean, "ci95": [lo, hi]}
