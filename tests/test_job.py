@@ -18,6 +18,14 @@ def test_defaults_and_yaml(tmp_path):
     assert same.digest == cfg.digest
 
 
+def test_digest_ignores_settings_left_at_their_default():
+    # a setting added in a later release (at its default) must not orphan existing run dirs
+    plain = parse_run_config({"budget": {"iterations": 2}})
+    explicit = parse_run_config({"budget": {"iterations": 2, "text_alternatives": 0}})
+    changed = parse_run_config({"budget": {"iterations": 2, "text_alternatives": 1}})
+    assert plain.digest == explicit.digest != changed.digest
+
+
 @pytest.mark.parametrize("raw,match", [
     ({"budget": {"iterations": -1}}, "field 'budget.iterations'"),
     ({"gate": "lenient"}, "field 'gate'"),

@@ -57,6 +57,7 @@ class BudgetSpec(_Strict):
     rollout_n: int = Field(3, ge=2)
     text_candidates: int = Field(3, ge=1)
     text_steps: int = Field(3, ge=1)
+    text_alternatives: int = Field(0, ge=0)
 
 
 class RunConfig(_Strict):
@@ -75,7 +76,8 @@ class RunConfig(_Strict):
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        # defaults left out: a setting added later (with its default) keeps old run dirs valid
+        return hashlib.sha256(self.model_dump_json(exclude_defaults=True).encode()).hexdigest()
 
 
 def load_run_config(path: Path) -> RunConfig:
@@ -140,6 +142,7 @@ class Job:
         settings = LoopSettings(iterations=b.iterations, search_size=b.search_size,
                                 fresh_inputs=b.fresh_inputs, rollout_n=b.rollout_n,
                                 text_candidates=b.text_candidates, text_steps=b.text_steps,
+                                text_alternatives=b.text_alternatives,
                                 gate=Gate(cfg.gate, seed=cfg.seed), proposer=cfg.proposer,
                                 components=cfg.components, seed=cfg.seed)
         optimizers = None

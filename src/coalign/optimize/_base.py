@@ -82,6 +82,10 @@ class BaseLocalOptimizer(abc.ABC):
     def after_step(self, accepted: bool) -> None:  # optional hook
         return None
 
+    def alternatives(self, current: Any, rng: random.Random, k: int) -> tuple[Any, ...]:
+        """Up to ``k`` values near ``current`` worth rolling out in stage 1 (default: none)."""
+        return ()
+
 
 class NoopOptimizer(BaseLocalOptimizer):
     """Null object: always keeps the current value."""

@@ -50,6 +50,7 @@ class LoopSettings:
     rollout_n: int = 3
     text_candidates: int = 3  # candidates per local step (the reference's 3 x 3)
     text_steps: int = 3
+    text_alternatives: int = 0  # stage-1 rollouts also under this many edited instructions
     temperature: float = 1.0
     tau: float = 1.0
     gate: Gate = field(default_factory=Gate)
@@ -150,6 +151,13 @@ class Optimizer:
                                          choice_key=param.scope == "per_instance"))
             elif param.kind in ("text", "weights"):  # sampled outputs (a policy samples orders)
                 specs.append(RolloutSpec(n=self.s.rollout_n, temperature=self.s.temperature))
+            if param.kind == "text" and self.s.text_alternatives and "text" in self.optimizers:
+                current = self.config[component][name]
+                rng = random.Random(f"{self.s.seed}:alternatives:{component}.{name}")
+                alts = self.optimizers["text"].alternatives(current, rng,
+                                                             self.s.text_alternatives)
+                if alts:  # greedy outputs under each instruction, the current one included
+                    specs.append(RolloutSpec(param=name, alternatives=(current, *alts)))
         return specs
 
     def _collect(self, examples: Sequence[Example], tag: str) -> list:

@@ -8,6 +8,7 @@ of the component's outputs on the search sample; the best value found is propose
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -59,7 +60,9 @@ class TextOptimizer(BaseLocalOptimizer):
                 ctx.history.append(pool[key])
 
         score(ctx.current)
-        sources = [self._from_proposer, self._from_edit, self._from_demos]
+        # without a proposer LM its turns go to the other sources instead of being wasted
+        sources = ([self._from_proposer] if ctx.proposer else []) + [self._from_edit,
+                                                                     self._from_demos]
         turn = 0
         for _ in range(self.steps):
             for _ in range(self.n_candidates):
@@ -91,9 +94,23 @@ class TextOptimizer(BaseLocalOptimizer):
         return TextValue(text.strip('"'), best.demos) if len(text) > 10 else None
 
     def _from_edit(self, ctx: LocalContext, best: TextValue,
-                   pool: dict[str, tuple[TextValue, float]]) -> TextValue:
-        edit = EDITS[ctx.rng.randrange(len(EDITS))]
-        return TextValue(edit(best.instruction), best.demos)
+                   pool: dict[str, tuple[TextValue, float]]) -> TextValue | None:
+        # without replacement: an edit already scored from this instruction would only re-score it
+        for i in ctx.rng.sample(range(len(EDITS)), len(EDITS)):
+            value = TextValue(EDITS[i](best.instruction), best.demos)
+            if repr(value) not in pool:
+                return value
+        return None
+
+    def alternatives(self, current: Any, rng: random.Random, k: int) -> tuple[Any, ...]:
+        """``k`` distinct edits of the current instruction, for stage-1 rollouts: outputs of
+        different instructions on the same input teach the local reward what the edits change."""
+        if not isinstance(current, TextValue) or k < 1:
+            return ()
+        edited = {repr(v): v for v in (TextValue(e(current.instruction), current.demos)
+                                       for e in EDITS)}  # demos are dicts: key by repr
+        edited.pop(repr(current), None)
+        return tuple(rng.sample(list(edited.values()), min(k, len(edited))))
 
     def _from_demos(self, ctx: LocalContext, best: TextValue,
                     pool: dict[str, tuple[TextValue, float]]) -> TextValue | None:

@@ -1,0 +1,53 @@
+import random
+from types import SimpleNamespace
+
+from coalign.optimize import LoopSettings
+from coalign.optimize._text import EDITS, TextOptimizer
+from coalign.params import TextValue
+from tests.fakes import FakeLM
+from tests.test_optimize_loop import make_optimizer
+
+
+def test_edit_source_never_repeats_an_edit_already_in_the_pool():
+    opt, best = TextOptimizer(), TextValue("Write.")
+    ctx, pool = SimpleNamespace(rng=random.Random(0)), {repr(best): (best, 0.0)}
+    seen = []
+    for _ in range(len(EDITS)):
+        value = opt._from_edit(ctx, best, pool)
+        assert value is not None and repr(value) not in pool
+        pool[repr(value)] = (value, 0.0)
+        seen.append(value.instruction)
+    assert len(set(seen)) == len(EDITS)
+    assert opt._from_edit(ctx, best, pool) is None  # every edit of `best` was scored
+
+
+def test_alternatives_are_distinct_edits_of_the_current_value_and_seeded():
+    current = TextValue("Write a summary. Be brief.", ({"q": "x", "draft": "y"},))
+    opt = TextOptimizer()
+    alts = opt.alternatives(current, random.Random(3), 4)
+    assert len(alts) == 4 and len({a.instruction for a in alts}) == 4
+    assert all(a.instruction != current.instruction and a.demos == current.demos for a in alts)
+    assert alts == opt.alternatives(current, random.Random(3), 4)
+    assert opt.alternatives(current, random.Random(3), 0) == ()
+    assert opt.alternatives("not a text value", random.Random(3), 2) == ()
+    assert len(opt.alternatives(current, random.Random(3), 100)) <= len(EDITS)
+
+
+def test_stage1_rolls_out_edited_instructions_when_asked(tmp_path):
+    # sampled drafts are always "bad": only an instruction asking for concision writes "good",
+    # so every decisive writer pair must come from the alternative instructions
+    def answer(r):
+        if r.temperature > 0:
+            return "bad"
+        return "good" if "concise" in r.messages[0].content.lower() else "bad"
+
+    plain = make_optimizer(tmp_path / "plain", FakeLM(answer), iterations=0)
+    plain.prepare()
+    assert not [p for p in plain.store.pairs("writer") if not p.is_tie]
+
+    opt = make_optimizer(tmp_path / "alt", FakeLM(answer), iterations=0)
+    opt.s = LoopSettings(**{**vars(opt.s), "text_alternatives": len(EDITS)})
+    opt.prepare()
+    decisive = [p for p in opt.store.pairs("writer") if not p.is_tie]
+    assert decisive and all(p.chosen["draft"] == "good" for p in decisive)
+    assert opt.reward.can_score("writer")
