@@ -51,3 +51,29 @@ def test_stage1_rolls_out_edited_instructions_when_asked(tmp_path):
     decisive = [p for p in opt.store.pairs("writer") if not p.is_tie]
     assert decisive and all(p.chosen["draft"] == "good" for p in decisive)
     assert opt.reward.can_score("writer")
+
+
+def test_demos_come_from_rollout_winners_ranked_by_the_local_reward():
+    class ByLength:  # pure-logic stand-in for the LRF: longer drafts score higher
+        def score_batch(self, component, items):
+            return [len(y["draft"]) for _, y in items]
+
+    winners = [({"q": "a"}, {"draft": "long winning draft"}), ({"q": "b"}, {"draft": "mid one"}),
+               ({"q": "a"}, {"draft": "longest draft of them all, same input"})]
+    ctx = SimpleNamespace(component="writer", reward=ByLength(), rollout_winners=winners,
+                          outputs_under=lambda value: [({"q": "c"}, {"draft": "x"})])
+    value = TextOptimizer(n_demos=2)._from_demos(ctx, TextValue("Write."), {})
+    # best first, one demo per input: input "a"'s second output is outranked by its first
+    assert value.demos == ({"q": "a", "draft": "longest draft of them all, same input"},
+                           {"q": "b", "draft": "mid one"})
+
+
+def test_rollout_winners_are_the_chosen_outputs_of_stored_pairs(tmp_path):
+    opt = make_optimizer(tmp_path, FakeLM(lambda r: "good" if r.sample_index % 2 else "bad"),
+                         iterations=0)
+    opt.prepare()
+    winners = opt._winners("writer")
+    assert winners and all(y == {"draft": "good"} for _, y in winners)
+    assert len({x["q"] for x, _ in winners}) == len(winners)  # one per train input
+    # the best output per input, over every pair it won
+    assert all(y == {"level": 3} for _, y in opt._winners("pick"))

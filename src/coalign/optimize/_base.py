@@ -38,6 +38,8 @@ class LocalContext:
     account: CostAccount
     proposer: str | None = None  # model name of the LM that proposes instructions
     history: list[tuple[Any, float]] = field(default_factory=list)  # (value, mean reward)
+    # (x_k, y_k) the rollouts found better than an alternative: a pool for demonstrations
+    rollout_winners: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]] = ()
     _cache: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = field(
         default_factory=dict)
     _tokens: dict[str, float] = field(default_factory=dict)  # mean LLM tokens per search input

@@ -297,8 +297,20 @@ class Optimizer:
         inputs = [tr.step(component).inputs for tr in traces
                   if not tr.step(component).skipped]
         ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
-                           rng, self.account, proposer=self.s.proposer)
+                           rng, self.account, proposer=self.s.proposer,
+                           rollout_winners=self._winners(component))
         return self.optimizers[kind].propose(ctx)
+
+    def _winners(self, component: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Per train input, the best output of ``component`` that won a stored rollout pair."""
+        best: dict[str, tuple[float, dict[str, Any], dict[str, Any]]] = {}
+        for p in self.store.pairs(component):
+            if p.is_tie or any(k.startswith("@") for k in p.chosen):  # choice-keyed outputs
+                continue
+            reward = max(p.reward_a, p.reward_b)
+            if p.example_id not in best or reward > best[p.example_id][0]:
+                best[p.example_id] = (reward, dict(p.inputs), dict(p.chosen))
+        return [(x, y) for _, x, y in best.values()]
 
     def _validate(self, component: str, config: SystemConfig,
                   policies: set[tuple[str, str]]) -> dict[str, Trace]:

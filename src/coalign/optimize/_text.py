@@ -114,11 +114,18 @@ class TextOptimizer(BaseLocalOptimizer):
 
     def _from_demos(self, ctx: LocalContext, best: TextValue,
                     pool: dict[str, tuple[TextValue, float]]) -> TextValue | None:
-        items = ctx.outputs_under(best)
+        # the search outputs under `best` plus the outputs that won their rollout pairs: the
+        # latter are many more inputs to bootstrap from, at no LLM cost
+        items = [*ctx.outputs_under(best), *ctx.rollout_winners]
         if not items:
             return None
         scores = ctx.reward.score_batch(ctx.component, items)
-        order = sorted(range(len(items)), key=lambda i: -float(scores[i]))[: self.n_demos]
-        demos = tuple({**{k: render_value(v, self.max_demo_chars) for k, v in items[i][0].items()},
-                       **{k: str(v) for k, v in items[i][1].items()}} for i in order)
-        return TextValue(best.instruction, demos)
+        demos: dict[str, dict[str, str]] = {}  # one demo per input
+        for i in sorted(range(len(items)), key=lambda i: -float(scores[i])):
+            x, y = items[i]
+            shown = {k: render_value(v, self.max_demo_chars) for k, v in x.items()}
+            demos.setdefault(repr(sorted(shown.items())),
+                             {**shown, **{k: str(v) for k, v in y.items()}})
+            if len(demos) == self.n_demos:
+                break
+        return TextValue(best.instruction, tuple(demos.values()))
