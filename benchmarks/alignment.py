@@ -139,6 +139,8 @@ def main() -> None:
                    "train_pairs_per_s": report.pairs_per_s,
                    "collection_equiv_runs": train_runs + test_runs,
                    "judge_unparsed": judge.unparsed, "wall_s": time.perf_counter() - t0,
+                   # made now vs answered by the run dir's response cache (a rerun: 0 made)
+                   "llm_calls": judge_lm.misses, "llm_cache_hits": judge_lm.hits,
                    "split": {"train_questions": n_train, "test_questions": n_test,
                              "seed": args.seed, "n": n}})
 
@@ -150,7 +152,8 @@ def main() -> None:
     print(f"{'mean':<18} {'':>5} {'':>5} {mean['lrf']:>6.3f} {mean['judge']:>6.3f} "
           f"{mean['embed']:>6.3f} {mean['random']:>6.3f}")
     print("data efficiency: " + ", ".join(f"{k:g}: {v:.3f}" for k, v in efficiency.items()))
-    print(f"training throughput: {report.pairs_per_s:.0f} pairs/s; wall {result['wall_s']:.0f} s")
+    print(f"training throughput: {report.pairs_per_s:.0f} pairs/s; wall {result['wall_s']:.0f} s; "
+          f"LLM calls {judge_lm.misses} made, {judge_lm.hits} from the response cache")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 

@@ -1,9 +1,10 @@
 """Local optimization of a ``Text`` param (instruction + demonstrations).
 
 Each step proposes ``n_candidates`` from three sources, round-robin: a proposer LM shown the best
-scored instructions so far (OPRO-style), demonstrations bootstrapped from the search outputs the
-LRF ranks highest, and simple edit operators. Every candidate is scored by the mean local reward
-of the component's outputs on the search sample; the best value found is proposed.
+scored instructions so far (OPRO-style), demonstrations bootstrapped from the outputs the LRF
+ranks highest (search outputs and rollout winners), and simple edit operators. Every candidate
+is scored by the mean local reward of the component's outputs on the search sample; the best
+value found is proposed.
 """
 
 from __future__ import annotations
