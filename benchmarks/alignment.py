@@ -8,7 +8,7 @@ efficiency (12.5/25/50/100% of the train pairs) and training throughput. Collect
 the response cache in the run directory, so a rerun repeats no LLM call.
 
     python benchmarks/alignment.py [--quick] [--json PATH] [--run-dir DIR]
-        [--train N] [--held-out N] [--n N]
+        [--train N] [--held-out N] [--n N] [--backbone minilm|hashing]
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ def main() -> None:
     parser.add_argument("--train", type=int, help="train questions (full: 45)")
     parser.add_argument("--held-out", type=int, help="held-out questions (full: 15)")
     parser.add_argument("--n", type=int, help="samples per LLM component (full: 3)")
+    parser.add_argument("--backbone", default="minilm",
+                        help="LRF backbone (minilm, or hashing: lexical, no model)")
     args = parser.parse_args()
     n_train, n_test, n = (5, 3, 2) if args.quick else (45, 15, 3)
     n_train, n_test, n = args.train or n_train, args.held_out or n_test, args.n or n
@@ -103,7 +105,7 @@ def main() -> None:
     test, test_ties, test_runs = collect(task, test_q, runtime, store, "test", n)
 
     descriptions = {c.name: c.description for c in task.system.components}
-    backbone = make_backbone("minilm")
+    backbone = make_backbone(args.backbone)
     lrf = LocalRewardModel(backbone, descriptions)
     report = lrf.fit(train)
     judge_lm = runtime.lm(MODEL)
@@ -142,7 +144,7 @@ def main() -> None:
                    # made now vs answered by the run dir's response cache (a rerun: 0 made)
                    "llm_calls": judge_lm.misses, "llm_cache_hits": judge_lm.hits,
                    "split": {"train_questions": n_train, "test_questions": n_test,
-                             "seed": args.seed, "n": n}})
+                             "seed": args.seed, "n": n}, "backbone": args.backbone})
 
     print(f"\n{'component':<18} {'pairs':>5} {'ties':>5} {'LRF':>6} {'judge':>6} {'embed':>6} "
           f"{'random':>6}")
