@@ -17,10 +17,10 @@ if TYPE_CHECKING:  # the job pulls in torch: import it only when a command runs
 
 console = Console()
 
-# Sized for under 10 minutes on 2 idle cores (measured: 7.9 min). It tunes the prompts of the extractor (which
-# often stops after the first hop of a question) and the answer writer; the rewriter and
-# retriever still run, unchanged. The gate needs bootstrap confidence: with 10 validation
-# questions a strict gate accepted a +2-question change that lost 2.5 questions on test.
+# Sized for under 10 minutes on 2 idle cores (measured: 7.9 min). It tunes the prompts of the
+# extractor (which often stops after the first hop of a question) and the answer writer; the
+# rewriter and retriever still run, unchanged. The gate needs bootstrap confidence: with 10
+# validation questions a strict gate accepted a +2-question change that lost 2.5 on test.
 # (text_alternatives: 2 gave 4 decisive stage-1 pairs instead of 2 but took the demo to ~16 min;
 # 8 train / 10 val with the 0.5B proposer took 11.3 min, and its instructions were off-task.)
 DEMO = {"system": "multihop_qa", "data": "world",
