@@ -298,7 +298,7 @@ class Optimizer:
                   if not tr.step(component).skipped]
         ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
                            rng, self.account, proposer=self.s.proposer,
-                           rollout_winners=self._winners(component))
+                           rollout_winners=self._winners(component) if kind == "text" else ())
         return self.optimizers[kind].propose(ctx)
 
     def _winners(self, component: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
