@@ -50,40 +50,67 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
     out["unoptimized"] = {"test_metric": base.mean_reward, "equiv_runs": 0.0, "llm_calls": 0,
                           "wall_s": time.perf_counter() - t0}
 
-    t0 = time.perf_counter()
-    opt.run()
-    _, tuned = job.evaluate_test()
-    ledger = opt.ledger()
-    accepted = [r for _, st, r in job.store.steps() if st == "accepted"]
-    out["coalign"] = {"test_metric": tuned.mean_reward, "equiv_runs": ledger.total_runs,
-                      "llm_calls": sum(ledger.llm_calls.values()),
-                      "wall_s": time.perf_counter() - t0, "accepted_steps": len(accepted),
-                      "val_before": accepted[0]["val_before"] if accepted else None,
-                      "val_after": accepted[-1]["val_after"] if accepted else None}
+    def finished(method: str, run) -> dict:
+        """A method's row, measured once: a resumed benchmark reuses the rows of methods that
+        completed, so their wall time is not replaced by a replay from the response cache."""
+        row = job.store.get_meta(f"compare:{method}")
+        if row is None:
+            t0 = time.perf_counter()
+            row = run()
+            row["wall_s"] = time.perf_counter() - t0 + row.get("wall_s", 0.0)
+            job.store.set_meta(f"compare:{method}", row)
+        return row
 
-    rt, budget = opt.runtime_for(set()), ledger.total_runs
-    tested = {}
-    for method, search in (
-            ("random_search", lambda: random_search(job.task, job.val, rt, budget, seed=seed,
-                                                    components=cfg.components)),
-            ("reinforce", lambda: reinforce_search(job.task, job.train, job.val, rt, budget,
-                                                   seed=seed, components=cfg.components))):
-        t0 = time.perf_counter()
+    def coalign_row() -> dict:
+        # a resumed loop's wall time leaves out the part done before the interruption
+        resumed = bool(job.store.get_meta("stage1_done") or job.store.steps())
+        opt.run()
+        _, tuned = job.evaluate_test()
+        steps = job.steps_on_test()
+        return {"test_metric": tuned.mean_reward, "equiv_runs": opt.ledger().total_runs,
+                "llm_calls": requests(opt.account.total_usage()), "accepted_steps": len(steps),
+                "steps_holding_on_test": sum(r["holds"] for r in steps), "steps": steps,
+                "resumed": resumed, "scores": scores(tuned)}
+
+    out["coalign"] = finished("coalign", coalign_row)
+    rt, budget = opt.runtime_for(set()), out["coalign"]["equiv_runs"]
+
+    def baseline_row(search) -> dict:
         res = search()
-        tested[method] = evaluate(job.task, job.test, res.best, rt, job.store, tag="test")
-        out[method] = {"test_metric": tested[method].mean_reward, "equiv_runs": res.equiv_runs,
-                       "llm_calls": res.account.total_usage().calls,
-                       "wall_s": time.perf_counter() - t0, "configs_tried": len(res.tried)}
+        result = evaluate(job.task, job.test, res.best, rt, job.store, tag="test")
+        return {"test_metric": result.mean_reward, "equiv_runs": res.equiv_runs,
+                "llm_calls": requests(res.account.total_usage()), "configs_tried": len(res.tried),
+                "scores": scores(result)}
+
+    out["random_search"] = finished("random_search", lambda: baseline_row(
+        lambda: random_search(job.task, job.val, rt, budget, seed=seed,
+                              components=cfg.components)))
+    out["reinforce"] = finished("reinforce", lambda: baseline_row(
+        lambda: reinforce_search(job.task, job.train, job.val, rt, budget, seed=seed,
+                                 components=cfg.components)))
     if use_dspy:
         out.update(dspy_rows(job.task, (job.train, job.val, job.test), opt.runtime_for(set()),
-                             job.store, base, ledger.total_runs, seed, dspy_proposer(job)))
+                             job.store, base, budget, seed, dspy_proposer(job)))
 
-    base_scores = [t.reward or 0.0 for t in base.traces]
-    for method, result in (("coalign", tuned), *tested.items()):
-        mean, lo, hi, _ = paired_bootstrap([t.reward or 0.0 for t in result.traces],
-                                           base_scores, seed=seed)
-        out[method]["diff_vs_unoptimized"] = {"mean": mean, "ci95": [lo, hi]}
+    for method in ("coalign", "random_search", "reinforce"):
+        out[method]["diff_vs_unoptimized"] = diff(out[method]["scores"], scores(base), seed)
     return out
+
+
+def scores(result) -> list[float]:
+    return [t.reward or 0.0 for t in result.traces]
+
+
+def diff(new: list[float], old: list[float], seed: int) -> dict:
+    """Mean paired difference with its bootstrap 95% interval over test questions."""
+    mean, lo, hi, _ = paired_bootstrap(new, old, seed=seed)
+    return {"mean": mean, "ci95": [lo, hi]}
+
+
+def requests(usage) -> int:
+    """LLM requests a method made, whether the model or the shared response cache answered:
+    the cache is shared between methods, so counting only model calls would favour later ones."""
+    return usage.calls + usage.cache_hits
 
 
 def dspy_proposer(job: Job):
@@ -108,26 +135,29 @@ def dspy_rows(task, splits, runtime, store, base, budget: float, seed: int,
     from coalign.optimize._dspy_optimize import dspy_optimize
 
     train, val, test = splits
-    base_scores = [t.reward or 0.0 for t in base.traces]
     rows = {}
     for method in METHODS:
+        key = f"dspy_{method}"
+        rows[key] = store.get_meta(f"compare:{key}")  # a resumed benchmark keeps finished rows
+        if rows[key] is not None:
+            continue
         t0 = time.perf_counter()
         try:
             res = dspy_optimize(task, train, val, runtime, budget, method=method, seed=seed,
                                 prompt_model=prompt_model)
         except ConfigError as exc:  # e.g. a budget below one MIPRO trial: no matched run exists
-            print(f"dspy_{method}: skipped: {exc}")
-            rows[f"dspy_{method}"] = {"test_metric": float("nan"), "equiv_runs": 0.0,
-                                      "llm_calls": 0, "wall_s": 0.0, "skipped": str(exc)}
+            print(f"{key}: skipped: {exc}")
+            rows[key] = {"test_metric": float("nan"), "equiv_runs": 0.0, "llm_calls": 0,
+                         "wall_s": 0.0, "skipped": str(exc)}
             continue
         tested = evaluate(task, test, res.best, runtime, store, tag="test")
-        mean, lo, hi, _ = paired_bootstrap([t.reward or 0.0 for t in tested.traces],
-                                           base_scores, seed=seed)
-        rows[f"dspy_{method}"] = {
+        rows[key] = {
             "test_metric": tested.mean_reward, "equiv_runs": res.equiv_runs,
-            "llm_calls": res.account.total_usage().calls, "wall_s": time.perf_counter() - t0,
+            "llm_calls": requests(res.account.total_usage()), "wall_s": time.perf_counter() - t0,
             "budget_runs": budget, "val_score": res.best_score, "configs_tried": len(res.tried),
-            "plan": res.plan, "diff_vs_unoptimized": {"mean": mean, "ci95": [lo, hi]}}
+            "plan": res.plan, "scores": scores(tested),
+            "diff_vs_unoptimized": diff(scores(tested), scores(base), seed)}
+        store.set_meta(f"compare:{key}", rows[key])
     return rows
 
 
@@ -164,6 +194,9 @@ def main() -> None:
                  if diff else "")
             print(f"{method:<15} {m['test_metric']:>7.3f} {d:>26} {m['equiv_runs']:>10.1f} "
                   f"{m['llm_calls']:>9.0f} {m['wall_s']:>7.0f}")
+        for seed, row in zip(args.seeds, merged["coalign"]["per_seed"], strict=True):
+            print(f"coalign seed {seed}: {row['accepted_steps']} accepted steps, "
+                  f"{row['steps_holding_on_test']} of them hold on test")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

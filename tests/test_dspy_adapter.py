@@ -200,20 +200,25 @@ def load_compare():
     return module
 
 
-def test_compare_dspy_rows_have_the_common_keys(setup):
+def test_compare_dspy_rows_have_the_common_keys(setup, tmp_path):
+    from coalign.store import RunStore
+
     task, _, rt = setup
     compare = load_compare()
     assert compare.HAS_DSPY
     test = examples(12, 16)
     base = evaluate(task, test, task.system.default_config(), rt)
     splits = (examples(0, 6), examples(6, 12), test)
-    rows = compare.dspy_rows(task, splits, rt, None, base, 60, 0)
+    store = RunStore(tmp_path / "run")
+    rows = compare.dspy_rows(task, splits, rt, store, base, 60, 0)
     assert set(rows) == {"dspy_mipro", "dspy_gepa"}
     for row in rows.values():
         assert {"test_metric", "equiv_runs", "llm_calls", "wall_s",
                 "diff_vs_unoptimized"} <= set(row)
         assert row["test_metric"] == 1.0 and row["diff_vs_unoptimized"]["mean"] == 0.5
-    skipped = compare.dspy_rows(task, splits, rt, None, base, 12, 0)
+    # a resumed benchmark keeps the finished rows (their wall time too) instead of re-running
+    assert compare.dspy_rows(task, splits, rt, store, base, 60, 0) == rows
+    skipped = compare.dspy_rows(task, splits, rt, RunStore(tmp_path / "small"), base, 12, 0)
     assert math.isnan(skipped["dspy_mipro"]["test_metric"]) and "too small" in \
         skipped["dspy_gepa"]["skipped"]
 

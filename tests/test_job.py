@@ -52,3 +52,43 @@ def test_cli_optimize_errors_are_one_line(tmp_path):
     assert "unknown system 'nosuch'" in err
     err = one_line_error(run_cli("resume", str(tmp_path / "absent")))
     assert "no run store" in err
+
+
+def test_start_values_become_the_unoptimized_config():
+    from coalign.systems import SYSTEMS
+
+    task = SYSTEMS["multihop_qa"]("qwen2.5-0.5b")
+    before = task.system.default_config()
+    task.system.set_defaults({"answer_generator": {"prompt": "Answer the question."},
+                              "retriever": {"k": 5}})
+    start = task.system.default_config()
+    assert start["answer_generator"]["prompt"].instruction == "Answer the question."
+    assert start["retriever"]["k"] == 5 and start.digest != before.digest
+    assert start["info_extractor"] == before["info_extractor"]
+
+
+@pytest.mark.parametrize("start,match", [
+    ({"answer_writer": {"prompt": "x"}}, "start.*unknown component 'answer_writer'"),
+    ({"retriever": {"k": 4}}, "start.*retriever"),
+    ({"answer_generator": {"tone": "x"}}, "start.*unknown param 'tone'"),
+])
+def test_bad_start_values_are_refused_before_the_run_dir_is_written(tmp_path, start, match):
+    from coalign.job import Job
+
+    cfg = parse_run_config({"start": start, "split": {"train": 1, "val": 1, "test": 1}})
+    with pytest.raises(ConfigError, match=match):
+        Job.open(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_demo_config_is_valid_and_starts_from_its_first_draft_prompt():
+    from coalign.cli._optimize import DEMO
+    from coalign.systems import SYSTEMS
+
+    cfg = parse_run_config(DEMO, "demo config")
+    task = SYSTEMS[cfg.system](cfg.model)
+    shipped = task.system.default_config()["answer_generator"]["prompt"]
+    task.system.set_defaults(cfg.start)
+    start = task.system.default_config()["answer_generator"]["prompt"]
+    assert start.instruction == DEMO["start"]["answer_generator"]["prompt"] != shipped.instruction
+    assert cfg.components == ["answer_generator"] and cfg.gate == "bootstrap"

@@ -160,3 +160,21 @@ def test_stage1_alignment_is_cross_validated_over_every_decisive_pair(tmp_path):
         assert alignment[comp]["pairs"] == len(decisive) > 0  # each tested exactly once
         assert 0.0 <= alignment[comp]["accuracy"] <= 1.0
     assert alignment["writer"]["accuracy"] >= 0.75  # "good" vs "bad" drafts: easy to learn
+
+
+def test_steps_on_test_chains_each_accepted_step(tmp_path):
+    from coalign.job import Job, parse_run_config
+
+    opt = make_optimizer(tmp_path, writer_lm())
+    history = opt.run()
+    test = [Example(f"x{i}", {"q": f"test {i}"}, None) for i in range(5)]
+    job = Job(parse_run_config({}), opt.task, opt.train, opt.val, test, opt.store, opt)
+    rows = job.steps_on_test()
+    assert [r["step"] for r in rows] == [r.step for r in history if r.accepted]
+    assert rows, "the toy loop accepts at least one step"
+    before, after = job.evaluate_test()
+    assert rows[0]["test_before"] == before.mean_reward
+    assert rows[-1]["test_after"] == after.mean_reward
+    for prev, row in zip(rows, rows[1:], strict=False):
+        assert row["test_before"] == prev["test_after"]
+    assert all(r["holds"] == (r["test_after"] > r["test_before"]) for r in rows)

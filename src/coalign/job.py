@@ -9,6 +9,8 @@ budget: {iterations: 4, search_size: 4, fresh_inputs: 4, rollout_n: 3}
 gate: strict                 # or bootstrap
 proposer: qwen2.5-0.5b       # LM proposing instructions (omit to use edits and demos only)
 components: [retriever, answer_generator]   # optional subset to optimize
+start:                       # optional starting values (default: the system's own)
+  answer_generator: {prompt: "Answer the question using the facts."}
 ```
 """
 
@@ -23,6 +25,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from coalign.config import SystemConfig
 from coalign.data import Example, split
 from coalign.errors import ConfigError
 from coalign.optimize import (
@@ -71,6 +74,7 @@ class RunConfig(_Strict):
     components: list[str] | None = None  # optimize only these (default: all with params)
     text_optimizer: Literal["opro", "pareto"] = "opro"  # pareto: coalign.search beam search
     backbone: str = "minilm"
+    start: dict[str, dict[str, Any]] = {}  # component -> param -> starting value (JSON form)
     seed: int = 0
     workers: int = 1
 
@@ -118,6 +122,10 @@ class Job:
         if cfg.system not in SYSTEMS:
             raise ConfigError(f"unknown system {cfg.system!r}; available: {sorted(SYSTEMS)}")
         task = SYSTEMS[cfg.system](cfg.model)
+        try:
+            task.system.set_defaults(cfg.start)
+        except ConfigError as exc:
+            raise ConfigError(f"run config field 'start': {exc}") from None
         s = cfg.split
         examples = load_dataset(cfg.data, s.train + s.val + s.test, cfg.seed)
         if len(examples) < s.train + s.val + s.test:
@@ -152,18 +160,38 @@ class Job:
         optimizer = Optimizer(task, train, val, runtime, store, reward, settings, optimizers)
         return cls(cfg, task, train, val, test, store, optimizer)
 
+    def _test(self, config: SystemConfig, policies: set[tuple[str, str]]) -> EvalResult:
+        return evaluate(self.task, self.test, config, self.optimizer.runtime_for(policies),
+                        self.store, tag="test" + "".join(f"|{c}.{p}" for c, p in
+                                                         sorted(policies)))
+
     def evaluate_test(self) -> tuple[EvalResult, EvalResult]:
         """Test metric of the unoptimized and the optimized system (stored, resumable)."""
         opt = self.optimizer
-        before = evaluate(self.task, self.test, self.task.system.default_config(),
-                          opt.runtime_for(set()), self.store, tag="test")
-        after = evaluate(self.task, self.test, opt.config, opt.runtime_for(opt.policies),
-                         self.store, tag="test" + "".join(f"|{c}.{p}" for c, p in
-                                                          sorted(opt.policies)))
+        before = self._test(self.task.system.default_config(), set())
+        after = self._test(opt.config, opt.policies)
         self.store.set_meta("result", {"metric": self.task.metric_name,
                                        "before": before.mean_reward, "after": after.mean_reward,
                                        "test_size": len(self.test)})
         return before, after
+
+
+    def steps_on_test(self) -> list[dict[str, Any]]:
+        """Each accepted step's test metric before and after it: does its validation gain hold
+        on test? A small validation split accepts noise; this is how to see it. Each config is
+        evaluated once (stored), and the response cache re-runs only what a step changed."""
+        prev = self._test(self.task.system.default_config(), set()).mean_reward
+        rows = []
+        for t, state, rec in self.store.steps():
+            if state != "accepted":
+                continue
+            config = SystemConfig.from_json(self.task.system, rec["config"])
+            after = self._test(config, {(c, p) for c, p in rec["policies"]}).mean_reward
+            rows.append({"step": t, "component": rec["component"], "param": rec["param"],
+                         "val_before": rec["val_before"], "val_after": rec["val_after"],
+                         "test_before": prev, "test_after": after, "holds": after > prev})
+            prev = after
+        return rows
 
 
 def resume_config(run_dir: Path) -> RunConfig:

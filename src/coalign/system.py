@@ -16,7 +16,7 @@ from typing import Any
 
 from coalign.component._base import Component
 from coalign.config import SystemConfig
-from coalign.errors import GraphError
+from coalign.errors import ConfigError, GraphError
 from coalign.runtime import RunContext, Runtime, Sampling
 from coalign.trace import Step, Trace
 
@@ -154,6 +154,23 @@ class System:
 
     def default_config(self) -> SystemConfig:
         return SystemConfig(self, {})
+
+    def set_defaults(self, values: Mapping[str, Mapping[str, Any]]) -> None:
+        """Make ``values`` (component -> param -> JSON value) the starting configuration, e.g.
+        a user's own prompt for a ready-made system. All are checked before any is applied."""
+        parsed: dict[tuple[str, str], Any] = {}
+        for comp_name, params in values.items():
+            specs = self.component(comp_name).params
+            for pname, raw in params.items():
+                if pname not in specs:
+                    raise GraphError(f"unknown param {pname!r} of component {comp_name!r}; "
+                                     f"it has {sorted(specs) or 'none'}")
+                try:
+                    parsed[comp_name, pname] = specs[pname].from_json(raw)
+                except ConfigError as exc:
+                    raise ConfigError(f"{comp_name}.{pname}: {exc}") from None
+        for (comp_name, pname), value in parsed.items():
+            self.component(comp_name).params[pname].default = value
 
     def config(self, values: Mapping[str, Mapping[str, Any]]) -> SystemConfig:
         return SystemConfig(self, values)
