@@ -25,6 +25,8 @@ from coalign.optimize._baselines import random_search
 from coalign.runner import evaluate
 
 SYSTEMS = {"multihop_qa": "hotpotqa", "pubmedqa_select": "pubmedqa"}
+# --quick tunes only each system's last LLM step: its rollouts need no downstream LLM call
+QUICK_COMPONENTS = {"multihop_qa": ["answer_generator"], "pubmedqa_select": ["answerer"]}
 HAS_DSPY = importlib.util.find_spec("dspy") is not None
 PROPOSER_CTX = 8192  # DSPy's proposal/reflection prompts carry raw demos: 2k tokens overflow
 
@@ -33,13 +35,14 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
                use_dspy: bool = False) -> dict:
     # --quick checks that every method runs end to end (HotpotQA extractor calls take ~5-7 s on
     # 2 cores); its numbers mean nothing statistically.
-    split = ({"train": 4, "val": 4, "test": 6} if quick else
+    split = ({"train": 3, "val": 3, "test": 4} if quick else
              {"train": 24, "val": 24, "test": 200})
     budget = ({"iterations": 2, "search_size": 2, "fresh_inputs": 2, "rollout_n": 2,
                "text_candidates": 2, "text_steps": 1} if quick
               else {"iterations": 8, "search_size": 6, "fresh_inputs": 6, "rollout_n": 3})
-    cfg = parse_run_config({"system": name, "data": data, "split": {**split, "seed": seed},
-                            "budget": budget, "seed": seed, "proposer": "qwen2.5-0.5b"})
+    raw = {"system": name, "data": data, "split": {**split, "seed": seed}, "budget": budget,
+           "seed": seed, "proposer": "qwen2.5-0.5b"}
+    cfg = parse_run_config({**raw, "components": QUICK_COMPONENTS[name]} if quick else raw)
     # one directory per config: a changed budget or split starts afresh instead of being refused
     job = Job.open(cfg, run_dir / f"{name}-seed{seed}-{cfg.digest[:8]}")
     opt, out = job.optimizer, {}
