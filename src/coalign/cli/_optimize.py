@@ -24,7 +24,7 @@ console = Console()
 # candidates scored by it, and a bootstrap gate on 16 validation questions (on 8, the strict gate
 # accepted noise and the bootstrap gate rejected even +0.16). Only the answer writer is tuned:
 # its candidates re-run one short call per question, while the extractor's stage-1 pairs were all
-# ties at this budget and cost ~3.5 min. Measured on 2 idle cores: ~10.5 min, test F1 0.05 ->
+# ties at this budget and cost ~3.5 min. Measured on 2 idle cores: 10.1 min, test F1 0.05 ->
 # 0.20. The outcome depends on the split: 8/16/16 gave 0.06 -> 0.11, 8/12/16 no accepted step.
 DEMO = {"system": "multihop_qa", "data": "world",
         "split": {"train": 8, "val": 16, "test": 20, "seed": 0},
