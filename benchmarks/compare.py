@@ -53,17 +53,6 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
     out["unoptimized"] = {"test_metric": base.mean_reward, "equiv_runs": 0.0, "llm_calls": 0,
                           "wall_s": time.perf_counter() - t0}
 
-    def finished(method: str, run) -> dict:
-        """A method's row, measured once: a resumed benchmark reuses the rows of methods that
-        completed, so their wall time is not replaced by a replay from the response cache."""
-        row = job.store.get_meta(f"compare:{method}")
-        if row is None:
-            t0 = time.perf_counter()
-            row = run()
-            row["wall_s"] = time.perf_counter() - t0 + row.get("wall_s", 0.0)
-            job.store.set_meta(f"compare:{method}", row)
-        return row
-
     def coalign_row() -> dict:
         # a resumed loop's wall time leaves out the part done before the interruption
         resumed = bool(job.store.get_meta("stage1_done") or job.store.steps())
@@ -73,9 +62,9 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
         return {"test_metric": tuned.mean_reward, "equiv_runs": opt.ledger().total_runs,
                 "llm_calls": requests(opt.account.total_usage()), "accepted_steps": len(steps),
                 "steps_holding_on_test": sum(r["holds"] for r in steps), "steps": steps,
-                "resumed": resumed, "scores": scores(tuned)}
+                "resumed": resumed, "scores": tuned.scores}
 
-    out["coalign"] = finished("coalign", coalign_row)
+    out["coalign"] = finished(job.store, "coalign", coalign_row)
     rt, budget = opt.runtime_for(set()), out["coalign"]["equiv_runs"]
 
     def baseline_row(search) -> dict:
@@ -83,12 +72,12 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
         result = evaluate(job.task, job.test, res.best, rt, job.store, tag="test")
         return {"test_metric": result.mean_reward, "equiv_runs": res.equiv_runs,
                 "llm_calls": requests(res.account.total_usage()), "configs_tried": len(res.tried),
-                "scores": scores(result)}
+                "scores": result.scores}
 
-    out["random_search"] = finished("random_search", lambda: baseline_row(
+    out["random_search"] = finished(job.store, "random_search", lambda: baseline_row(
         lambda: random_search(job.task, job.val, rt, budget, seed=seed,
                               components=cfg.components)))
-    out["reinforce"] = finished("reinforce", lambda: baseline_row(
+    out["reinforce"] = finished(job.store, "reinforce", lambda: baseline_row(
         lambda: reinforce_search(job.task, job.train, job.val, rt, budget, seed=seed,
                                  components=cfg.components)))
     if use_dspy:
@@ -96,12 +85,21 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
                              job.store, base, budget, seed, dspy_proposer(job)))
 
     for method in ("coalign", "random_search", "reinforce"):
-        out[method]["diff_vs_unoptimized"] = diff(out[method]["scores"], scores(base), seed)
+        out[method]["diff_vs_unoptimized"] = diff(out[method]["scores"], base.scores, seed)
     return out
 
 
-def scores(result) -> list[float]:
-    return [t.reward or 0.0 for t in result.traces]
+def finished(store, method: str, run) -> dict:
+    """A method's row, measured once and kept in the run store: a resumed benchmark reuses the
+    rows of methods that completed instead of replaying them from the response cache (which
+    would also replace their wall time)."""
+    row = store.get_meta(f"compare:{method}")
+    if row is None:
+        t0 = time.perf_counter()
+        row = run()
+        row.setdefault("wall_s", time.perf_counter() - t0)
+        store.set_meta(f"compare:{method}", row)
+    return row
 
 
 def diff(new: list[float], old: list[float], seed: int) -> dict:
@@ -138,30 +136,23 @@ def dspy_rows(task, splits, runtime, store, base, budget: float, seed: int,
     from coalign.optimize._dspy_optimize import dspy_optimize
 
     train, val, test = splits
-    rows = {}
-    for method in METHODS:
-        key = f"dspy_{method}"
-        rows[key] = store.get_meta(f"compare:{key}")  # a resumed benchmark keeps finished rows
-        if rows[key] is not None:
-            continue
-        t0 = time.perf_counter()
+
+    def row(method: str) -> dict:
         try:
             res = dspy_optimize(task, train, val, runtime, budget, method=method, seed=seed,
                                 prompt_model=prompt_model)
         except ConfigError as exc:  # e.g. a budget below one MIPRO trial: no matched run exists
-            print(f"{key}: skipped: {exc}")
-            rows[key] = {"test_metric": float("nan"), "equiv_runs": 0.0, "llm_calls": 0,
-                         "wall_s": 0.0, "skipped": str(exc)}
-            continue
+            print(f"dspy_{method}: skipped: {exc}")
+            return {"test_metric": float("nan"), "equiv_runs": 0.0, "llm_calls": 0,
+                    "wall_s": 0.0, "skipped": str(exc)}
         tested = evaluate(task, test, res.best, runtime, store, tag="test")
-        rows[key] = {
-            "test_metric": tested.mean_reward, "equiv_runs": res.equiv_runs,
-            "llm_calls": requests(res.account.total_usage()), "wall_s": time.perf_counter() - t0,
-            "budget_runs": budget, "val_score": res.best_score, "configs_tried": len(res.tried),
-            "plan": res.plan, "scores": scores(tested),
-            "diff_vs_unoptimized": diff(scores(tested), scores(base), seed)}
-        store.set_meta(f"compare:{key}", rows[key])
-    return rows
+        return {"test_metric": tested.mean_reward, "equiv_runs": res.equiv_runs,
+                "llm_calls": requests(res.account.total_usage()), "budget_runs": budget,
+                "val_score": res.best_score, "configs_tried": len(res.tried), "plan": res.plan,
+                "scores": tested.scores,
+                "diff_vs_unoptimized": diff(tested.scores, base.scores, seed)}
+
+    return {f"dspy_{m}": finished(store, f"dspy_{m}", lambda m=m: row(m)) for m in METHODS}
 
 
 def main() -> None:

@@ -175,7 +175,6 @@ class Job:
                                        "test_size": len(self.test)})
         return before, after
 
-
     def steps_on_test(self) -> list[dict[str, Any]]:
         """Each accepted step's test metric before and after it: does its validation gain hold
         on test? A small validation split accepts noise; this is how to see it. Each config is

@@ -82,6 +82,11 @@ class EvalResult:
     usage: Usage = field(default_factory=Usage)  # LLM calls made now (cache hits counted apart)
     equiv_runs: float = 0.0
 
+    @property
+    def scores(self) -> list[float]:
+        """Per-example reward, in example order (unscored counts as 0)."""
+        return [t.reward or 0.0 for t in self.traces]
+
     def summary(self) -> dict[str, Any]:
         return {"examples": len(self.traces), "mean_reward": self.mean_reward,
                 "llm_calls": self.usage.calls, "cache_hits": self.usage.cache_hits,

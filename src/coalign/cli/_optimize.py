@@ -71,8 +71,7 @@ def summary(job: Job, before: EvalResult, after: EvalResult) -> None:
     for col in ("unoptimized", "optimized", "Δ [95% CI]", "accepted steps"):
         table.add_column(col, justify="right")
     accepted = sum(st == "accepted" for _, st, _ in job.store.steps())
-    mean, lo, hi, _ = paired_bootstrap([t.reward or 0.0 for t in after.traces],
-                                       [t.reward or 0.0 for t in before.traces], seed=job.cfg.seed)
+    mean, lo, hi, _ = paired_bootstrap(after.scores, before.scores, seed=job.cfg.seed)
     table.add_row(f"{before.mean_reward:.4f}", f"{after.mean_reward:.4f}",
                   f"{mean:+.4f} [{lo:+.4f}, {hi:+.4f}]", str(accepted))
     console.print(table)
