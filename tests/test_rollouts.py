@@ -4,6 +4,7 @@ from coalign.component import FunctionComponent, LLMComponent
 from coalign.data import Example
 from coalign.errors import ConfigError
 from coalign.lm import CachedLM
+from coalign.params import TextValue
 from coalign.rollouts import RolloutSpec, collect_pairs
 from coalign.runtime import Runtime
 from coalign.store import RunStore
@@ -18,7 +19,8 @@ def test_toy_retriever_pairs_prefer_b_everywhere():
     spec = RolloutSpec(param="option", alternatives=("A", "B"), choice_key=True)
     col = collect_pairs(task, "chooser", examples, task.system.default_config(), Runtime(), spec)
     assert len(col.pairs) == 4 and not col.ties
-    assert all(p.chosen["@option"] == "B" for p in col.pairs)
+    # a per-instance choice is decided before the component runs: the option is the output
+    assert all(p.chosen == {"@option": "B"} for p in col.pairs)
     assert col.pairs[0].reward_a == pytest.approx(0.2) and col.pairs[0].reward_b == 0.9
 
 
@@ -110,6 +112,30 @@ def test_candidates_are_drawn_back_to_back_before_downstream():
                   RolloutSpec(n=3))
     assert seen == [("Write", 0), ("Judge", 0), ("Write", 0), ("Write", 1), ("Write", 2),
                     ("Judge", 0), ("Judge", 0), ("Judge", 0)]
+
+
+def test_specs_pool_their_candidates_per_input():
+    # samples of the current instruction give "0"/"1"; greedy under "Write" gives "1", under
+    # "Draft" "2": pooled, the three distinct outputs are all compared with each other
+    def writer(r):
+        if r.temperature > 0:
+            return str(r.sample_index % 2)
+        return "2" if r.messages[0].content.startswith("Draft") else "1"
+
+    task, _ = sampled_system()
+    rt = Runtime(lms={"m": FakeLM(writer)})
+    specs = [RolloutSpec(n=2),
+             RolloutSpec(param="prompt", alternatives=(TextValue("Write"), TextValue("Draft")))]
+    ex = [Example("e", {"q": "x"}, None)]
+    col = collect_pairs(task, "writer", ex, task.system.default_config(), rt, specs)
+    got = {(p.output_a["draft"], p.output_b["draft"]) for p in col.pairs}
+    assert got == {("0", "1"), ("0", "2"), ("1", "2")}  # ("0", "2") spans the two specs
+    assert all(p.n == 4 for p in col.pairs)
+    separate = [collect_pairs(task, "writer", ex, task.system.default_config(), rt, s).pairs
+                for s in specs]
+    assert sum(map(len, separate)) == 2
+    with pytest.raises(ConfigError, match="no rollout spec"):
+        collect_pairs(task, "writer", ex, task.system.default_config(), rt, [])
 
 
 def test_bad_specs():

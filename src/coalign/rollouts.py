@@ -6,6 +6,12 @@ downstream m times per candidate (downstream sampled when m > 1, so its randomne
 and average the global reward. Every unordered pair of distinct candidates whose reward gap
 exceeds the tie threshold becomes a preference pair; the rest are kept as ties.
 
+Several specs for one component pool their candidates per input: a sampled output and the output
+under an edited instruction are both estimates of the same downstream reward (only k's param
+differs), so they are compared too, and an output drawn twice averages all its rewards. Outputs
+of a per-instance choice (``choice_key``) are the choice alone, decided before k runs; they form
+their own pool.
+
 Everything goes through ``System.run_from`` and the runtime's LMs, so with the response cache a
 repeated collection makes no LLM call: candidate i and downstream completion j always issue the
 same requests (sample indices i and j).
@@ -83,15 +89,20 @@ class Collection:
 
 
 def collect_pairs(task: Task, component: str, examples: Sequence[Example], config: SystemConfig,
-                  runtime: Runtime, spec: RolloutSpec = RolloutSpec(), *,
-                  store: RunStore | None = None, tag: str = "stage1",
+                  runtime: Runtime, spec: RolloutSpec | Sequence[RolloutSpec] = RolloutSpec(),
+                  *, store: RunStore | None = None, tag: str = "stage1",
                   base_traces: dict[str, Trace] | None = None,
                   on_example: Callable[[Example], None] | None = None) -> Collection:
-    """Preference pairs (and ties) for ``component`` on ``examples`` under ``config``."""
+    """Preference pairs (and ties) for ``component`` on ``examples`` under ``config``; several
+    specs pool their candidates per input (see the module docstring)."""
     system = task.system
     comp = system.component(component)
-    if spec.param is not None and spec.param not in comp.params:
-        raise ConfigError(f"component {component!r} has no param {spec.param!r}")
+    specs = (spec,) if isinstance(spec, RolloutSpec) else tuple(spec)
+    if not specs:
+        raise ConfigError(f"no rollout spec given for component {component!r}")
+    for sp in specs:
+        if sp.param is not None and sp.param not in comp.params:
+            raise ConfigError(f"component {component!r} has no param {sp.param!r}")
     downstream = sorted(system.descendants(component))
     account = CostAccount([c.name for c in system.components])
     pairs: list[PreferencePair] = []
@@ -102,15 +113,25 @@ def collect_pairs(task: Task, component: str, examples: Sequence[Example], confi
         if base is None:
             base = system.run(example.id, example.inputs, config, runtime)
             traces.append(base)
-        candidates, x_k, run_traces = _candidates(task, comp.name, downstream, example, base,
-                                                  config, runtime, spec)
-        traces.extend(run_traces)
-        n_drawn = len(spec.alternatives) or spec.n
-        for a, b in itertools.combinations(candidates, 2):
-            label = label_for(a.reward, b.reward, spec.tie_threshold)
-            pair = PreferencePair(component, example.id, x_k, a.output, b.output, a.reward,
-                                  b.reward, label, n=n_drawn, m=spec.m)
-            (ties if label == "tie" else pairs).append(pair)
+        pools: dict[str | None, tuple[list[RolloutSpec], dict[str, Candidate]]] = {}
+        x_k: dict[str, Any] = {}
+        for sp in specs:
+            found, x_k, run_traces = _candidates(task, comp.name, downstream, example, base,
+                                                 config, runtime, sp)
+            traces.extend(run_traces)
+            group, merged = pools.setdefault(sp.param if sp.choice_key else None, ([], {}))
+            group.append(sp)
+            for key, cand in found.items():
+                merged.setdefault(key, Candidate(cand.output)).rewards.extend(cand.rewards)
+        for group, merged in pools.values():
+            n_drawn = sum(len(sp.alternatives) or sp.n for sp in group)
+            threshold = min(sp.tie_threshold for sp in group)
+            m = min(sp.m for sp in group)
+            for a, b in itertools.combinations(merged.values(), 2):
+                label = label_for(a.reward, b.reward, threshold)
+                pair = PreferencePair(component, example.id, x_k, a.output, b.output, a.reward,
+                                      b.reward, label, n=n_drawn, m=m)
+                (ties if label == "tie" else pairs).append(pair)
         if on_example is not None:
             on_example(example)
     account.add_traces(tag, traces)
@@ -121,7 +142,7 @@ def collect_pairs(task: Task, component: str, examples: Sequence[Example], confi
 
 def _candidates(task: Task, component: str, downstream: list[str], example: Example,
                 base: Trace, config: SystemConfig, runtime: Runtime,
-                spec: RolloutSpec) -> tuple[list[Candidate], dict[str, Any], list[Trace]]:
+                spec: RolloutSpec) -> tuple[dict[str, Candidate], dict[str, Any], list[Trace]]:
     system = task.system
     by_output: dict[str, Candidate] = {}
     traces: list[Trace] = []
@@ -152,13 +173,14 @@ def _candidates(task: Task, component: str, downstream: list[str], example: Exam
             step = trace.step(component)
             x_k = step.inputs
             if output is None:
-                output = dict(step.outputs)
-                if spec.choice_key and spec.param is not None:
-                    output[f"@{spec.param}"] = step.choices.get(spec.param, draw)
-                output = to_jsonable(output)
+                # a per-instance choice is made before k runs: its "output" is the option alone,
+                # the form the selector scores at inference
+                output = to_jsonable(
+                    {f"@{spec.param}": step.choices.get(spec.param, draw)}
+                    if spec.choice_key and spec.param is not None else dict(step.outputs))
             key = canonical_json(output)
             by_output.setdefault(key, Candidate(output)).rewards.append(float(trace.reward))
-    return list(by_output.values()), to_jsonable(x_k), traces
+    return by_output, to_jsonable(x_k), traces
 
 
 def _draw_candidates(system: System, component: str, base: Trace, runtime: Runtime,

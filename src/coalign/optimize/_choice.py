@@ -1,4 +1,11 @@
-"""Local optimization of a ``Choice``: global by exp(r/τ) sampling, per-instance by the LRF."""
+"""Local optimization of a ``Choice``: global by exp(r/τ) sampling, per-instance by the LRF.
+
+A per-instance param has two kinds of candidate: the policy (the LRF picks the option for each
+input at inference) and a global switch to one option. When the LRF would pick the same option
+for every search input the policy is that switch, only costlier to run, so the switch is proposed;
+once a policy is in place, the best global option is proposed against it. The validation gate
+decides in both cases.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +13,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from coalign.optimize._base import BaseLocalOptimizer, LocalContext
 from coalign.rewards import RewardModel
+
+POLICY = "lrf-selector"  # the value the loop records when it proposes a per-instance policy
 
 
 def softmax(scores: Sequence[float], tau: float = 1.0) -> list[float]:
@@ -53,8 +64,34 @@ class RewardSelector:
 
     def select(self, component: str, param: str, inputs: Mapping[str, Any],
                options: tuple[Any, ...], default: Any) -> Any:
-        items = [(inputs, {f"@{param}": o}) for o in options]
-        scores = self.reward.score_batch(component, items)
+        scores = option_scores(self.reward, component, param, [inputs], options)[0]
         best = max(range(len(options)), key=lambda i: (
             float(scores[i]) - self.cost_weight * self.costs.get(options[i], 0.0), -i))
         return options[best]
+
+
+def option_scores(reward: RewardModel, component: str, param: str,
+                  inputs: Sequence[Mapping[str, Any]], options: Sequence[Any]) -> np.ndarray:
+    """LRF score of every option on every input, shape (inputs, options): the (x, {"@param":
+    option}) items that choice-keyed rollouts train on."""
+    items = [(x, {f"@{param}": o}) for x in inputs for o in options]
+    if not items:
+        return np.zeros((0, len(options)))
+    return np.asarray(reward.score_batch(component, items), dtype=float).reshape(
+        len(inputs), len(options))
+
+
+def per_instance_proposal(scores: np.ndarray, options: Sequence[Any], current: Any,
+                          policy_active: bool, rng: Any, tau: float = 1.0) -> Any:
+    """``POLICY``, a global option, or ``current`` (no change) for a per-instance param.
+
+    ``scores`` is ``option_scores`` over the search inputs. With the policy in place a global
+    option is sampled ∝ exp(mean score / tau) to challenge it; otherwise the policy is proposed
+    unless the LRF picks one option for every input, which is then proposed as a global value.
+    """
+    if not len(scores):
+        return current
+    if policy_active:
+        return rng.choices(list(options), weights=softmax(list(scores.mean(axis=0)), tau))[0]
+    picks = {int(i) for i in np.argmax(scores, axis=1)}
+    return POLICY if len(picks) > 1 else options[picks.pop()]

@@ -23,7 +23,13 @@ from coalign.costs import CostAccount
 from coalign.data._base import Example
 from coalign.errors import ConfigError
 from coalign.optimize._base import BaseLocalOptimizer, LocalContext
-from coalign.optimize._choice import ExpChoiceOptimizer, RewardSelector
+from coalign.optimize._choice import (
+    POLICY,
+    ExpChoiceOptimizer,
+    RewardSelector,
+    option_scores,
+    per_instance_proposal,
+)
 from coalign.optimize._gate import Gate
 from coalign.optimize._ledger import Ledger
 from coalign.optimize._text import TextOptimizer
@@ -166,11 +172,14 @@ class Optimizer:
         self.account.add_traces(tag, base.values())
         pairs = []
         for comp in dict.fromkeys(c for c, _ in self.targets):
-            for spec in self._specs(comp):
-                col = collect_pairs(self.task, comp, examples, self.config, rt, spec,
-                                    store=self.store, tag=tag, base_traces=base)
-                self.account.add_traces(tag, col.traces)
-                pairs += col.all
+            specs = self._specs(comp)
+            if not specs:
+                continue
+            # one collection per component: its specs' candidates are compared with each other
+            col = collect_pairs(self.task, comp, examples, self.config, rt, specs,
+                                store=self.store, tag=tag, base_traces=base)
+            self.account.add_traces(tag, col.traces)
+            pairs += col.all
         return pairs
 
     def _checkpoint(self, name: str) -> str:
@@ -263,8 +272,12 @@ class Optimizer:
         before = self.val_score
         config, policies = self.config, set(self.policies)
         if spec.scope == "per_instance":
-            policies.add((component, param))
-            value: Any = "lrf-selector"
+            value: Any = self._propose_per_instance(component, param, rng)
+            if value == POLICY:
+                policies.add((component, param))
+            else:
+                policies.discard((component, param))
+                config = self.config.with_value(component, param, value)
         else:
             value = self._propose(component, param, spec.kind, rng)
             config = self.config.with_value(component, param, value)
@@ -290,16 +303,26 @@ class Optimizer:
         if kind not in self.optimizers:
             raise ConfigError(f"no local optimizer for param kind {kind!r} "
                               f"({component}.{param}); have {sorted(self.optimizers)}")
-        search = self.train[: self.s.search_size]
         rt = self.runtime_for(self.policies)
-        traces = [self.system.run(e.id, e.inputs, self.config, rt) for e in search]
-        self.account.add_traces("local_search", traces)
-        inputs = [tr.step(component).inputs for tr in traces
-                  if not tr.step(component).skipped]
+        inputs = self._search_inputs(component, rt)
         ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
                            rng, self.account, proposer=self.s.proposer,
                            rollout_winners=self._winners(component) if kind == "text" else ())
         return self.optimizers[kind].propose(ctx)
+
+    def _search_inputs(self, component: str, rt: Runtime) -> list[dict[str, Any]]:
+        """The component's inputs x_k on the search sample under the current config."""
+        traces = [self.system.run(e.id, e.inputs, self.config, rt)
+                  for e in self.train[: self.s.search_size]]
+        self.account.add_traces("local_search", traces)
+        return [tr.step(component).inputs for tr in traces if not tr.step(component).skipped]
+
+    def _propose_per_instance(self, component: str, param: str, rng: random.Random) -> Any:
+        options = self.system.component(component).params[param].options
+        inputs = self._search_inputs(component, self.runtime_for(self.policies))
+        scores = option_scores(self.reward, component, param, inputs, options)
+        return per_instance_proposal(scores, options, self.config[component][param],
+                                     (component, param) in self.policies, rng, self.s.tau)
 
     def _winners(self, component: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Per train input, the best output of ``component`` that won a stored rollout pair."""

@@ -1,0 +1,79 @@
+import random
+
+import numpy as np
+
+from coalign.component import LLMComponent
+from coalign.data import Example
+from coalign.lm import CachedLM
+from coalign.optimize import LoopSettings, Optimizer
+from coalign.optimize._choice import POLICY, option_scores, per_instance_proposal
+from coalign.params import Choice
+from coalign.rewards import HashingBackbone, LocalRewardModel
+from coalign.runtime import Runtime
+from coalign.store import RunStore
+from coalign.system import System
+from coalign.task import Task
+from tests.fakes import FakeLM
+
+OPTIONS = ("cheap", "strong")
+
+
+def test_policy_when_the_local_reward_picks_differently_per_input():
+    scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.5]])
+    assert per_instance_proposal(scores, OPTIONS, "cheap", False, random.Random(0)) == POLICY
+
+
+def test_global_switch_when_one_option_wins_every_input():
+    scores = np.array([[0.1, 0.9], [0.3, 0.8], [0.0, 0.2]])
+    assert per_instance_proposal(scores, OPTIONS, "cheap", False, random.Random(0)) == "strong"
+    # the option that already is the value: nothing to propose
+    flipped = scores[:, ::-1]
+    assert per_instance_proposal(flipped, OPTIONS, "cheap", False, random.Random(0)) == "cheap"
+
+
+def test_policy_in_place_is_challenged_by_a_global_option():
+    scores = np.array([[0.0, 9.0], [1.0, 8.0]])  # strong wins by far: sampled almost surely
+    picks = {per_instance_proposal(scores, OPTIONS, "cheap", True, random.Random(s), tau=0.5)
+             for s in range(20)}
+    assert picks == {"strong"}
+    assert per_instance_proposal(np.zeros((0, 2)), OPTIONS, "cheap", False,
+                                 random.Random(0)) == "cheap"
+
+
+class TableReward:
+    """Scores (x, {"@model": o}) from a table keyed by the input's q."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def score_batch(self, component, items):
+        return np.array([self.table[x["q"]][y["@model"]] for x, y in items])
+
+
+def test_option_scores_shape_matches_inputs_by_options():
+    reward = TableReward({"a": {"cheap": 1.0, "strong": 2.0}, "b": {"cheap": 3.0, "strong": 0.0}})
+    got = option_scores(reward, "gen", "model", [{"q": "a"}, {"q": "b"}], OPTIONS)
+    assert got.tolist() == [[1.0, 2.0], [3.0, 0.0]]
+    assert option_scores(reward, "gen", "model", [], OPTIONS).shape == (0, 2)
+
+
+def test_loop_switches_a_per_instance_choice_globally_when_one_model_always_wins(tmp_path):
+    # the cheap model never gets the answer right: "always strong" is proposed and accepted as a
+    # plain value, with no per-input selector left to run
+    gen = LLMComponent("gen", ["q"], "answer", "Answer.", model=Choice(list(OPTIONS), "cheap",
+                                                                       scope="per_instance"))
+    task = Task(System("sel", [gen], ["q"], "answer"),
+                lambda pred, ex: float(pred == "right"), "acc")
+    lms = {"cheap": CachedLM(FakeLM(lambda r: "wrong"), tmp_path / "c.sqlite"),
+           "strong": CachedLM(FakeLM(lambda r: "right"), tmp_path / "s.sqlite")}
+    train = [Example(f"t{i}", {"q": f"train {i}"}, None) for i in range(6)]
+    val = [Example(f"v{i}", {"q": f"val {i}"}, None) for i in range(4)]
+    reward = LocalRewardModel(HashingBackbone(64), {"gen": "answers"})
+    opt = Optimizer(task, train, val, Runtime(lms=lms), RunStore(tmp_path / "run"), reward,
+                    LoopSettings(iterations=4, search_size=3, fresh_inputs=2, rollout_n=2,
+                                 seed=0))
+    history = opt.run()
+    model_steps = [r for r in history if r.param == "model"]
+    assert model_steps and model_steps[0].value == "strong" and model_steps[0].accepted
+    assert opt.config["gen"]["model"] == "strong" and not opt.policies
+    assert opt.val_score == 1.0
