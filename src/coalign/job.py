@@ -35,6 +35,7 @@ from coalign.optimize import (
     Optimizer,
     ParetoTextOptimizer,
 )
+from coalign.optimize._loop import policy_suffix
 from coalign.rewards import LocalRewardModel, make_backbone
 from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load_dataset
 from coalign.store import RunStore
@@ -162,8 +163,7 @@ class Job:
 
     def _test(self, config: SystemConfig, policies: set[tuple[str, str]]) -> EvalResult:
         return evaluate(self.task, self.test, config, self.optimizer.runtime_for(policies),
-                        self.store, tag="test" + "".join(f"|{c}.{p}" for c, p in
-                                                         sorted(policies)))
+                        self.store, tag="test" + policy_suffix(policies))
 
     def evaluate_test(self) -> tuple[EvalResult, EvalResult]:
         """Test metric of the unoptimized and the optimized system (stored, resumable)."""

@@ -78,6 +78,11 @@ class StepRecord:
     seconds: float
 
 
+def policy_suffix(policies: set[tuple[str, str]]) -> str:
+    """What tells stored traces of one config apart by the per-instance policies in place."""
+    return "".join(sorted(f"|{c}.{p}" for c, p in policies))
+
+
 class Optimizer:
     def __init__(self, task: Task, train: Sequence[Example], val: Sequence[Example],
                  runtime: Runtime, store: RunStore, reward: LocalRewardModel,
@@ -252,7 +257,7 @@ class Optimizer:
 
     @staticmethod
     def _key(config: SystemConfig, policies: set[tuple[str, str]]) -> str:
-        return config.digest + "".join(sorted(f"|{c}.{p}" for c, p in policies))
+        return config.digest + policy_suffix(policies)
 
     # -- one iteration ----------------------------------------------------------------------------
 
