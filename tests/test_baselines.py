@@ -34,3 +34,13 @@ def test_random_search_respects_budget_and_keeps_strict_best():
     assert res.best_score == max(s for _, s in res.tried)
     again = random_search(grid_task(), VAL, Runtime(), budget_runs=40, seed=3)
     assert again.tried == res.tried  # seeded
+
+
+def test_baselines_search_a_per_instance_choice_as_a_global_option():
+    # a baseline has no per-input selector, but "always the strong option" is in its space
+    pick = FunctionComponent("pick", lambda x, c, ctx: {"u": c["m"]}, ["q"], ["u"],
+                             params={"m": Choice([0, 3], 0, scope="per_instance")})
+    task = Task(System("p", [pick], ["q"], "u"), lambda p, e: float(p), "u")
+    assert grid_search(task, VAL, Runtime(), budget_runs=100).best["pick"]["m"] == 3
+    res = random_search(task, VAL, Runtime(), budget_runs=40, seed=0)
+    assert res.best_score == 3.0 and res.best["pick"]["m"] == 3

@@ -86,3 +86,11 @@ def test_reinforce_search_trains_weights_with_the_global_reward():
     # the default keeps the incoming order, where the answer passage is never first: 0 on val
     assert res.best_score >= 0.8
     assert np.mean(res.curve[-5:]) > np.mean(res.curve[:5]) + 0.4
+
+
+def test_reinforce_search_learns_a_per_instance_choice_as_a_global_option():
+    pick = FunctionComponent("pick", lambda x, c, ctx: {"u": c["m"]}, ["q"], ["u"],
+                             params={"m": Choice([0, 3], 0, scope="per_instance")})
+    task = Task(System("p", [pick], ["q"], "u"), lambda p, e: float(p), "u")
+    res = reinforce_search(task, TRAIN, VAL, Runtime(), budget_runs=120, seed=0, batch_size=2)
+    assert res.best["pick"]["m"] == 3 and res.probs["pick.m"][1] > 0.5

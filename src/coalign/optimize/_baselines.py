@@ -5,6 +5,9 @@
   best; stops when the next candidate would exceed the budget.
 * ``grid_search``: every combination of the finite (``Choice``) parameters, in order, within
   the budget.
+
+A per-instance ``Choice`` is searched as one global option: a baseline has no per-input
+selector, but "always the strong model" is in its space, as it is in the loop's.
 """
 
 from __future__ import annotations
@@ -66,9 +69,8 @@ def random_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_r
         config = system.default_config()
         for comp in names:
             for pname, spec in system.component(comp).params.items():
-                if spec.scope == "global":
-                    config = config.with_value(comp, pname,
-                                               _random_value(spec, config[comp][pname], rng))
+                config = config.with_value(comp, pname,
+                                           _random_value(spec, config[comp][pname], rng))
         score = _score(task, config, val, runtime, account)
         result.tried.append((config.digest, score))
         if score > result.best_score:
@@ -78,13 +80,13 @@ def random_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_r
 
 def grid_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_runs: float,
                 components: Sequence[str] | None = None) -> SearchResult:
-    """Every combination of the global ``Choice`` params, in order, within ``budget_runs``."""
+    """Every combination of the ``Choice`` params, in order, within ``budget_runs``."""
     system = task.system
     account = CostAccount([c.name for c in system.components])
     names = components or [c.name for c in system.components if c.params]
     axes = [(c, p, spec.options) for c in names
             for p, spec in system.component(c).params.items()
-            if spec.kind == "choice" and spec.scope == "global"]
+            if spec.kind == "choice"]
     result = SearchResult(system.default_config(), float("-inf"), [], account)
     for combo in itertools.product(*(opts for _, _, opts in axes)):
         if account.equivalent_runs() + len(val) > budget_runs:

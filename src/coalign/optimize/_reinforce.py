@@ -1,10 +1,11 @@
 """Global-reward REINFORCE baseline: one factorised policy over the whole joint configuration.
 
-Every global ``Choice`` gets softmax logits over its options, every global ``Text`` softmax logits
-over a small pool of instructions (the current one and its ``EDITS``), and every ``Weights`` param
-of a ``PolicyComponent`` is trained as that component's own stochastic policy. Each step samples
-one configuration for a minibatch of train examples, runs the FULL system, and moves every slot
-along the REINFORCE gradient of the global reward against a running baseline. There is no
+Every ``Choice`` (a per-instance one as one global option) gets softmax logits over its options,
+every ``Text`` softmax logits over a small pool of instructions (the current one and its
+``EDITS``), and every ``Weights`` param of a ``PolicyComponent`` is trained as that component's
+own stochastic policy. Each step samples one configuration for a minibatch of train examples,
+runs the FULL system, and moves every slot along the REINFORCE gradient of the global reward
+against a running baseline. There is no
 per-component signal: one noisy scalar per full run must credit every slot at once — why the
 reference finds REINFORCE needs more than 3x the data of local rewards.
 
@@ -109,9 +110,7 @@ def _slots(task: Task, names: Sequence[str],
     nets: list[_Net] = []
     for comp in names:
         for pname, spec in system.component(comp).params.items():
-            if spec.scope != "global":
-                continue  # per-instance params are chosen at inference, not searched
-            if spec.kind == "choice":
+            if spec.kind == "choice":  # a per-instance one too, as one global option
                 options = list(spec.options)
             elif spec.kind == "text":
                 options = _text_pool(default[comp][pname])
