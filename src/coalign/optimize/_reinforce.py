@@ -5,9 +5,9 @@ every ``Text`` softmax logits over a small pool of instructions (the current one
 ``EDITS``), and every ``Weights`` param of a ``PolicyComponent`` is trained as that component's
 own stochastic policy. Each step samples one configuration for a minibatch of train examples,
 runs the FULL system, and moves every slot along the REINFORCE gradient of the global reward
-against a running baseline. There is no
-per-component signal: one noisy scalar per full run must credit every slot at once — why the
-reference finds REINFORCE needs more than 3x the data of local rewards.
+against a running baseline. There is no per-component signal: one noisy scalar per full run
+must credit every slot at once — why the reference finds REINFORCE needs more than 3x the data
+of local rewards.
 
 Same budget contract as ``random_search``: everything, the final validation included, is counted
 in equivalent full-system runs (phase ``baseline_search``) and never exceeds ``budget_runs``.
