@@ -6,7 +6,13 @@ from coalign.component import LLMComponent
 from coalign.data import Example
 from coalign.lm import CachedLM
 from coalign.optimize import LoopSettings, Optimizer
-from coalign.optimize._choice import POLICY, option_scores, per_instance_proposal
+from coalign.optimize._choice import (
+    POLICY,
+    RewardSelector,
+    cost_penalized,
+    option_scores,
+    per_instance_proposal,
+)
 from coalign.params import Choice
 from coalign.rewards import HashingBackbone, LocalRewardModel
 from coalign.runtime import Runtime
@@ -77,3 +83,18 @@ def test_loop_switches_a_per_instance_choice_globally_when_one_model_always_wins
     assert model_steps and model_steps[0].value == "strong" and model_steps[0].accepted
     assert opt.config["gen"]["model"] == "strong" and not opt.policies
     assert opt.val_score == 1.0
+
+
+def test_cost_penalty_can_turn_the_pick_to_the_cheap_option():
+    scores = np.array([[0.2, 0.5], [0.1, 0.9]])
+    costs = {"cheap": 0.0, "strong": 1.0}
+    assert cost_penalized(scores, OPTIONS, costs, 0.0) is scores
+    cheap_enough = cost_penalized(scores, OPTIONS, costs, 0.5)
+    assert np.allclose(cheap_enough, [[0.2, 0.0], [0.1, 0.4]])
+    # the first input now prefers cheap, the second still strong: a per-input policy
+    assert per_instance_proposal(cheap_enough, OPTIONS, "cheap", False,
+                                 random.Random(0)) == POLICY
+    selector = RewardSelector(TableReward({"a": {"cheap": 0.2, "strong": 0.5}}), costs, 0.5)
+    assert selector.select("gen", "model", {"q": "a"}, OPTIONS, "cheap") == "cheap"
+    assert RewardSelector(selector.reward).select("gen", "model", {"q": "a"}, OPTIONS,
+                                                  "cheap") == "strong"

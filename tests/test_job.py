@@ -92,3 +92,28 @@ def test_demo_config_is_valid_and_starts_from_its_first_draft_prompt():
     start = task.system.default_config()["answer_generator"]["prompt"]
     assert start.instruction == DEMO["start"]["answer_generator"]["prompt"] != shipped.instruction
     assert cfg.components == ["answer_generator"] and cfg.gate == "bootstrap"
+
+
+def test_choice_costs_map_onto_the_per_instance_options():
+    from coalign.job import choice_costs
+    from coalign.systems import SYSTEMS
+
+    task = SYSTEMS["pubmedqa_select"]("qwen2.5-0.5b")
+    got = choice_costs(task, {"answerer.model": {"smollm2-135m": 0.3, "qwen2.5-0.5b": 1.0}})
+    assert got == {("answerer", "model"): {"smollm2-135m": 0.3, "qwen2.5-0.5b": 1.0}}
+
+
+@pytest.mark.parametrize("costs,match", [
+    ({"judge.model": {}}, "choice_costs.*judge.model: unknown component 'judge'"),
+    ({"answerer.prompt": {}}, "answerer.prompt: not a per-instance Choice"),
+    ({"answerer.model": {"gpt-5": 1.0}}, "unknown option 'gpt-5'"),
+    ({"answerer.model": {"smollm2-135m": -1.0}}, "must be a finite number >= 0"),
+])
+def test_bad_choice_costs_are_refused_before_the_run_dir_is_written(tmp_path, costs, match):
+    from coalign.job import Job
+
+    cfg = parse_run_config({"system": "pubmedqa_select", "data": "pubmedqa", "cost_weight": 0.1,
+                            "choice_costs": costs, "split": {"train": 1, "val": 1, "test": 1}})
+    with pytest.raises(ConfigError, match=match):
+        Job.open(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()

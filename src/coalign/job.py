@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -76,6 +77,9 @@ class RunConfig(_Strict):
     text_optimizer: Literal["opro", "pareto"] = "opro"  # pareto: coalign.search beam search
     backbone: str = "minilm"
     start: dict[str, dict[str, Any]] = {}  # component -> param -> starting value (JSON form)
+    # "component.param" of a per-instance Choice -> option -> relative cost per call
+    choice_costs: dict[str, dict[str, float]] = {}
+    cost_weight: float = Field(0.0, ge=0)  # local-reward units given up per unit of cost
     seed: int = 0
     workers: int = 1
 
@@ -127,6 +131,7 @@ class Job:
             task.system.set_defaults(cfg.start)
         except ConfigError as exc:
             raise ConfigError(f"run config field 'start': {exc}") from None
+        costs = choice_costs(task, cfg.choice_costs)  # checked before the run dir is touched
         s = cfg.split
         examples = load_dataset(cfg.data, s.train + s.val + s.test, cfg.seed)
         if len(examples) < s.train + s.val + s.test:
@@ -153,7 +158,9 @@ class Job:
                                 text_candidates=b.text_candidates, text_steps=b.text_steps,
                                 text_alternatives=b.text_alternatives,
                                 gate=Gate(cfg.gate, seed=cfg.seed), proposer=cfg.proposer,
-                                components=cfg.components, seed=cfg.seed)
+                                components=cfg.components, seed=cfg.seed,
+                                choice_costs=costs,
+                                cost_weight=cfg.cost_weight)
         optimizers = None
         if cfg.text_optimizer == "pareto":
             optimizers = {"text": ParetoTextOptimizer(budget=3 * b.text_candidates),
@@ -191,6 +198,32 @@ class Job:
                          "test_before": prev, "test_after": after, "holds": after > prev})
             prev = after
         return rows
+
+
+def choice_costs(task: Task, raw: dict[str, dict[str, float]]
+                 ) -> dict[tuple[str, str], dict[Any, float]]:
+    """``choice_costs`` of a run config keyed by (component, param), with the options' own values
+    (a JSON key is always a string; ``k: 5`` is option 5). Every name is checked."""
+    out: dict[tuple[str, str], dict[Any, float]] = {}
+    for slot, costs in raw.items():
+        def bad(msg: str, slot: str = slot) -> ConfigError:
+            return ConfigError(f"run config field 'choice_costs': {slot}: {msg}")
+
+        comp, _, param = slot.partition(".")
+        names = [c.name for c in task.system.components]
+        if comp not in names:
+            raise bad(f"unknown component {comp!r}; have {names}")
+        spec = task.system.component(comp).params.get(param)
+        if spec is None or spec.kind != "choice" or spec.scope != "per_instance":
+            raise bad("not a per-instance Choice param (write component.param)")
+        by_name = {str(o): o for o in spec.options}
+        for option, cost in costs.items():
+            if option not in by_name:
+                raise bad(f"unknown option {option!r}; options are {list(by_name)}")
+            if not math.isfinite(cost) or cost < 0:
+                raise bad(f"cost of {option!r} must be a finite number >= 0, got {cost}")
+        out[(comp, param)] = {by_name[o]: float(c) for o, c in costs.items()}
+    return out
 
 
 def resume_config(run_dir: Path) -> RunConfig:

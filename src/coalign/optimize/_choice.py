@@ -64,10 +64,9 @@ class RewardSelector:
 
     def select(self, component: str, param: str, inputs: Mapping[str, Any],
                options: tuple[Any, ...], default: Any) -> Any:
-        scores = option_scores(self.reward, component, param, [inputs], options)[0]
-        best = max(range(len(options)), key=lambda i: (
-            float(scores[i]) - self.cost_weight * self.costs.get(options[i], 0.0), -i))
-        return options[best]
+        scores = cost_penalized(option_scores(self.reward, component, param, [inputs], options),
+                                options, self.costs, self.cost_weight)[0]
+        return options[max(range(len(options)), key=lambda i: (float(scores[i]), -i))]
 
 
 def option_scores(reward: RewardModel, component: str, param: str,
@@ -79,6 +78,14 @@ def option_scores(reward: RewardModel, component: str, param: str,
         return np.zeros((0, len(options)))
     return np.asarray(reward.score_batch(component, items), dtype=float).reshape(
         len(inputs), len(options))
+
+
+def cost_penalized(scores: np.ndarray, options: Sequence[Any],
+                   costs: Mapping[Any, float] | None, weight: float) -> np.ndarray:
+    """``scores`` minus ``weight`` times each option's relative cost (missing: cost 0)."""
+    if not costs or not weight:
+        return scores
+    return scores - weight * np.array([costs.get(o, 0.0) for o in options], dtype=float)
 
 
 def per_instance_proposal(scores: np.ndarray, options: Sequence[Any], current: Any,

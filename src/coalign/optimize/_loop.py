@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from coalign.optimize._choice import (
     POLICY,
     ExpChoiceOptimizer,
     RewardSelector,
+    cost_penalized,
     option_scores,
     per_instance_proposal,
 )
@@ -62,6 +63,9 @@ class LoopSettings:
     gate: Gate = field(default_factory=Gate)
     proposer: str | None = None
     components: Sequence[str] | None = None  # default: every component with params
+    # per-instance choices: relative cost per option, traded against the local reward
+    choice_costs: Mapping[tuple[str, str], Mapping[Any, float]] = field(default_factory=dict)
+    cost_weight: float = 0.0
     seed: int = 0
 
 
@@ -150,7 +154,8 @@ class Optimizer:
 
     def runtime_for(self, policies: set[tuple[str, str]]) -> Runtime:
         selectors = dict(self.runtime.selectors)
-        selectors.update({key: RewardSelector(self.reward) for key in policies})
+        selectors.update({key: RewardSelector(self.reward, self.s.choice_costs.get(key),
+                                              self.s.cost_weight) for key in policies})
         return dataclasses.replace(self.runtime, selectors=selectors)
 
     def _specs(self, component: str) -> list[RolloutSpec]:
@@ -325,7 +330,9 @@ class Optimizer:
     def _propose_per_instance(self, component: str, param: str, rng: random.Random) -> Any:
         options = self.system.component(component).params[param].options
         inputs = self._search_inputs(component, self.runtime_for(self.policies))
-        scores = option_scores(self.reward, component, param, inputs, options)
+        scores = cost_penalized(option_scores(self.reward, component, param, inputs, options),
+                                options, self.s.choice_costs.get((component, param)),
+                                self.s.cost_weight)
         return per_instance_proposal(scores, options, self.config[component][param],
                                      (component, param) in self.policies, rng, self.s.tau)
 
