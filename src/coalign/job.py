@@ -63,6 +63,7 @@ class BudgetSpec(_Strict):
     text_candidates: int = Field(3, ge=1)
     text_steps: int = Field(3, ge=1)
     text_alternatives: int = Field(0, ge=0)
+    min_alignment: float = Field(0.5, ge=0, le=1)
 
 
 class RunConfig(_Strict):
@@ -157,6 +158,7 @@ class Job:
                                 fresh_inputs=b.fresh_inputs, rollout_n=b.rollout_n,
                                 text_candidates=b.text_candidates, text_steps=b.text_steps,
                                 text_alternatives=b.text_alternatives,
+                                min_alignment=b.min_alignment,
                                 gate=Gate(cfg.gate, seed=cfg.seed), proposer=cfg.proposer,
                                 components=cfg.components, seed=cfg.seed,
                                 choice_costs=costs,

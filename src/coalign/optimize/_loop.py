@@ -66,6 +66,8 @@ class LoopSettings:
     # per-instance choices: relative cost per option, traded against the local reward
     choice_costs: Mapping[tuple[str, str], Mapping[Any, float]] = field(default_factory=dict)
     cost_weight: float = 0.0
+    # components whose stage-1 alignment (cross-validated) is not above this are not drawn
+    min_alignment: float = 0.5
     seed: int = 0
 
 
@@ -269,13 +271,17 @@ class Optimizer:
     def _iteration(self, t: int) -> StepRecord:
         t0 = time.perf_counter()
         rng = random.Random(f"{self.s.seed}:step:{t}")
-        # A component whose stage-1 pairs were all ties has no local reward yet: nothing can rank
-        # its candidates, so draw among the others (adaptation may add its head later).
+        # A component whose stage-1 pairs were all ties has no local reward yet, and one whose
+        # reward ranked held-out pairs no better than chance would pick candidates by noise:
+        # draw among the others (adaptation may add a head later) and spend no validation on it.
         names = sorted({c for c, _ in self.targets})
-        ready = [c for c in names if self.reward.can_score(c)]
+        scorable = [c for c in names if self.reward.can_score(c)]
+        ready = [c for c in scorable if self._aligned(c)]
         if not ready:
+            reason = (f"no local reward ranks held-out pairs above {self.s.min_alignment:g}"
+                      if scorable else "no local reward yet: every stage-1 pair was a tie")
             return self._record(t, names[0], self.targets[0][1], False, self.val_score, None,
-                                None, "no local reward yet: every stage-1 pair was a tie", t0)
+                                None, reason, t0)
         component = rng.choice(ready)
         param = rng.choice([p for c, p in self.targets if c == component])
         spec = self.system.component(component).params[param]
@@ -308,6 +314,12 @@ class Optimizer:
             self._checkpoint(f"step{t}")
         reason = "validation improved" if accepted else "validation did not improve"
         return self._record(t, component, param, accepted, before, after, value, reason, t0)
+
+    def _aligned(self, component: str) -> bool:
+        """Stage 1's cross-validated pairwise accuracy is above ``min_alignment`` (a component
+        without a measurement, e.g. too few inputs to cross-validate, passes)."""
+        measured = (self.store.get_meta("lrf_alignment") or {}).get(component)
+        return measured is None or measured["accuracy"] > self.s.min_alignment
 
     def _propose(self, component: str, param: str, kind: str, rng: random.Random) -> Any:
         if kind not in self.optimizers:
