@@ -82,6 +82,9 @@ def test_loop_switches_a_per_instance_choice_globally_when_one_model_always_wins
     model_steps = [r for r in history if r.param == "model"]
     assert model_steps and model_steps[0].value == "strong" and model_steps[0].accepted
     assert opt.config["gen"]["model"] == "strong" and not opt.policies
+    # the ledger shows what was compared: both options, the winner first
+    step = next(r for t, _, r in opt.store.steps() if t == model_steps[0].step)
+    assert [c["value"] for c in step["candidates"]] == ["strong", "cheap"]
     assert opt.val_score == 1.0
 
 

@@ -72,6 +72,10 @@ def test_loop_improves_and_only_accepts_strict_gains(tmp_path):
             assert rec.val_after > rec.val_before
     steps = opt.store.steps()
     assert [s for s, _, _ in steps] == list(range(6))
+    for _, _, rec in steps:  # every proposal lists its candidates, best local reward first
+        scores = [c["local_reward"] for c in rec["candidates"]]
+        assert scores == sorted(scores, reverse=True)
+        assert rec["reason"] == "no local reward yet: every stage-1 pair was a tie" or scores
     ledger = opt.ledger()
     assert ledger.runs["lrf_train"] > 0 and ledger.runs["validation"] > 0
     if any(r.accepted for r in history):

@@ -46,6 +46,7 @@ class ExpChoiceOptimizer(BaseLocalOptimizer):
         options = ctx.task.system.component(ctx.component).params[ctx.param].options
         scores = [ctx.mean_reward(o) for o in options]
         self.last_scores = dict(zip(options, scores, strict=True))
+        ctx.history.extend(self.last_scores.items())
         return ctx.rng.choices(options, weights=softmax(scores, self.tau))[0]
 
 

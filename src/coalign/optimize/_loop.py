@@ -116,6 +116,7 @@ class Optimizer:
         self.history: list[StepRecord] = []
         self._ckpt: str | None = None  # current reward-model checkpoint, relative to run dir
         self._start: int | None = None  # first iteration to run; set by prepare()
+        self._scored: list[tuple[Any, float]] = []  # this step's candidates, by local reward
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -330,7 +331,9 @@ class Optimizer:
         ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
                            rng, self.account, proposer=self.s.proposer,
                            rollout_winners=self._winners(component) if kind == "text" else ())
-        return self.optimizers[kind].propose(ctx)
+        value = self.optimizers[kind].propose(ctx)
+        self._scored = ctx.history
+        return value
 
     def _search_inputs(self, component: str, rt: Runtime) -> list[dict[str, Any]]:
         """The component's inputs x_k on the search sample under the current config."""
@@ -345,6 +348,8 @@ class Optimizer:
         scores = cost_penalized(option_scores(self.reward, component, param, inputs, options),
                                 options, self.s.choice_costs.get((component, param)),
                                 self.s.cost_weight)
+        self._scored = list(zip(options, scores.mean(axis=0).tolist() if len(scores) else [],
+                                strict=False))
         return per_instance_proposal(scores, options, self.config[component][param],
                                      (component, param) in self.policies, rng, self.s.tau)
 
@@ -385,5 +390,9 @@ class Optimizer:
             "val_before": before, "val_after": after, "seconds": rec.seconds,
             "config": self.config.to_json(), "policies": sorted(self.policies),
             "lrf_checkpoint": self._ckpt, "account": self.account.to_json(),
-            "ledger": self.ledger().to_json()})
+            "ledger": self.ledger().to_json(),
+            # what the local optimizer compared, best first: why it proposed what it did
+            "candidates": [{"value": to_jsonable(v), "local_reward": r} for v, r in
+                           sorted(self._scored, key=lambda vr: -vr[1])[:10]]})
+        self._scored = []
         return rec
