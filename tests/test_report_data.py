@@ -11,7 +11,7 @@ from coalign.costs import CostAccount
 from coalign.report._data import config_key, curve, step_rows, summarize_value
 from coalign.store import RunStore
 from coalign.trace import Step, Trace
-from tests.test_report_support import DEMO, INJECT, make_system, populate
+from tests.test_report_support import CANDIDATE_INJECT, DEMO, INJECT, make_system, populate
 
 
 @pytest.fixture
@@ -36,6 +36,10 @@ def test_steps_keep_order_states_and_scores(data) -> None:
     assert first.value.endswith("(+1 demos)") and first.value.startswith("<script>")
     assert data.steps[2].value == "per-instance choice by the local reward"
     assert data.steps[3].val_after is None and data.steps[3].reason == "no change proposed"
+    # the candidates compared, as recorded (malformed entries skipped); older steps have none
+    cands = data.steps[3].candidates
+    assert [score for _, score in cands] == [0.71, 0.42] and cands[0][1] > cands[1][1]
+    assert cands[1][0] == CANDIDATE_INJECT and data.steps[0].candidates == ()
 
 
 def test_curve_tracks_the_current_system(data) -> None:

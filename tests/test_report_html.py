@@ -12,7 +12,13 @@ from coalign.errors import StoreError
 from coalign.report import build_report_data, render_chart, render_html, write_report
 from coalign.report._data import CurvePoint
 from coalign.store import RunStore
-from tests.test_report_support import ANSWER_INJECT, DEMO, INJECT, populate
+from tests.test_report_support import (
+    ANSWER_INJECT,
+    CANDIDATE_INJECT,
+    DEMO,
+    INJECT,
+    populate,
+)
 
 
 @pytest.fixture
@@ -22,8 +28,9 @@ def page(tmp_path) -> str:
 
 
 def test_injected_text_only_appears_escaped(page) -> None:
-    for raw in (INJECT, DEMO["question"], ANSWER_INJECT):
+    for raw in (INJECT, DEMO["question"], ANSWER_INJECT, CANDIDATE_INJECT):
         assert raw not in page
+    assert escape(CANDIDATE_INJECT, quote=True) in page and "2 candidates by local reward" in page
     assert escape(INJECT, quote=True) in page
     assert "&lt;img src=x onerror=alert(2)&gt;" in page
     assert escape(ANSWER_INJECT, quote=True) in page

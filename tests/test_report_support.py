@@ -36,6 +36,9 @@ def _trace(example_id: str, key: str, answer: str, reward: float) -> Trace:
     return Trace(example_id, key, {"q": f"question {example_id}"}, steps, {"out": answer}, reward)
 
 
+CANDIDATE_INJECT = "Answer <b onclick=alert(3)>tersely</b>."
+
+
 def populate(run_dir: Path, *, meta: bool = True, traces: bool = True) -> dict[str, str]:
     """Four steps (accept, reject, accept per-instance, no change); returns the trace keys."""
     system = make_system()
@@ -58,8 +61,11 @@ def populate(run_dir: Path, *, meta: bool = True, traces: bool = True) -> dict[s
                                           "validation did not improve", 0.50, 0.45, c1, []))
         store.put_step(2, "accepted", rec("route", "model", "lrf-selector",
                                           "validation improved", 0.50, 0.55, c1, policy))
-        store.put_step(3, "rejected", rec("answer", "prompt", prompt, "no change proposed",
-                                          0.55, None, c1, policy))
+        nochange = rec("answer", "prompt", prompt, "no change proposed", 0.55, None, c1, policy)
+        nochange["candidates"] = [{"value": prompt, "local_reward": 0.71},
+                                  {"value": CANDIDATE_INJECT, "local_reward": 0.42},
+                                  {"value": "malformed: no score"}]
+        store.put_step(3, "rejected", nochange)
         if meta:
             store.set_meta("system", system.name)
             store.set_meta("run_config", {"system": "toy_qa", "note": INJECT})

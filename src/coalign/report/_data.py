@@ -33,6 +33,8 @@ class StepRow:
     val_before: float | None
     val_after: float | None
     seconds: float | None
+    # what the local optimizer compared: (value summary, mean local reward), best first
+    candidates: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,8 +141,19 @@ def step_rows(steps: Sequence[tuple[int, str, dict]]) -> tuple[StepRow, ...]:
     return tuple(StepRow(step, state == "accepted", str(rec.get("component", "?")),
                          str(rec.get("param", "?")), summarize_value(rec.get("value")),
                          str(rec.get("reason", "")), _float(rec.get("val_before")),
-                         _float(rec.get("val_after")), _float(rec.get("seconds")))
+                         _float(rec.get("val_after")), _float(rec.get("seconds")),
+                         _candidates(rec.get("candidates")))
                  for step, state, rec in steps)
+
+
+def _candidates(raw: Any) -> tuple[tuple[str, float], ...]:
+    """Ledger candidates (runs before they were recorded have none); malformed ones skipped."""
+    out = []
+    for c in raw if isinstance(raw, list) else []:
+        score = _float(c.get("local_reward")) if isinstance(c, Mapping) else None
+        if score is not None:
+            out.append((summarize_value(c.get("value")), score))
+    return tuple(out)
 
 
 def curve(rows: Sequence[StepRow]) -> tuple[CurvePoint, ...]:

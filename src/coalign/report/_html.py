@@ -73,11 +73,21 @@ def _steps(d: ReportData) -> str:
         rows.append(
             f'<tr class="{state}" id="step-{s.step}"><td class="num">{s.step}</td>'
             f'<td class="state">{state}</td><td>{_e(s.component)}</td><td>{_e(s.param)}</td>'
-            f"<td>{_e(s.value)}</td><td class=\"num\">{_num(s.val_before)}</td>"
+            f"<td>{_e(s.value)}{_candidates(s.candidates)}</td>"
+            f"<td class=\"num\">{_num(s.val_before)}</td>"
             f'<td class="num">{_num(s.val_after)}</td><td>{_e(s.reason)}</td>'
             f'<td class="num">{_num(s.seconds, 1)}</td></tr>')
     return _table(["step", "decision", "component", "param", "proposed value", "val before",
                    "val after", "reason", "seconds"], rows, "steps")
+
+
+def _candidates(cands: tuple[tuple[str, float], ...]) -> str:
+    if not cands:
+        return ""
+    items = "".join(f"<li>{_e(v)} <span class=\"muted\">({score:.3f})</span></li>"
+                    for v, score in cands)
+    return (f'<details class="candidates"><summary>{len(cands)} candidates by local reward'
+            f"</summary><ol>{items}</ol></details>")
 
 
 def _costs(d: ReportData) -> str:
