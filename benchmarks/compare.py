@@ -39,7 +39,7 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
              {"train": 24, "val": 24, "test": 200})
     budget = ({"iterations": 2, "search_size": 2, "fresh_inputs": 2, "rollout_n": 2,
                "text_candidates": 2, "text_steps": 1} if quick
-              else {"iterations": 8, "search_size": 6, "fresh_inputs": 6, "rollout_n": 3,
+              else {"iterations": 8, "search_size": 6, "fresh_inputs": 4, "rollout_n": 3,
                     "text_alternatives": 3})
     raw = {"system": name, "data": data, "split": {**split, "seed": seed}, "budget": budget,
            "seed": seed, "proposer": "qwen2.5-0.5b"}

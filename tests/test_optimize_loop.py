@@ -196,3 +196,27 @@ def test_steps_on_test_chains_each_accepted_step(tmp_path):
     for prev, row in zip(rows, rows[1:], strict=False):
         assert row["test_before"] == prev["test_after"]
     assert all(r["holds"] == (r["test_after"] > r["test_before"]) for r in rows)
+
+
+class NeverAccept:
+    def accept(self, new, old):
+        return False
+
+
+def test_a_rejected_value_is_never_validated_again_under_the_same_config(tmp_path):
+    # with every proposal rejected, the config never changes: each validated value is new, also
+    # across a kill and resume (the rejections are rebuilt from the ledger)
+    lm = writer_lm()
+    opt = make_optimizer(tmp_path, lm, iterations=5)
+    opt.s.gate = NeverAccept()
+    opt.run()
+    resumed = make_optimizer(tmp_path, lm, iterations=10)
+    resumed.s.gate = NeverAccept()
+    resumed.run()
+    validated = [(r["component"], r["param"], repr(r["value"])) for _, _, r in
+                 resumed.store.steps() if r["reason"] == "validation did not improve"]
+    assert validated and len(validated) == len(set(validated))
+    assert resumed._rejected  # rebuilt on resume, then extended
+    again = [r for _, _, r in resumed.store.steps()
+             if r["reason"] == "already rejected under this config"]
+    assert all(r["val_after"] is None for r in again)

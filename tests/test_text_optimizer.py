@@ -77,3 +77,19 @@ def test_rollout_winners_are_the_chosen_outputs_of_stored_pairs(tmp_path):
     assert len({x["q"] for x, _ in winners}) == len(winners)  # one per train input
     # the best output per input, over every pair it won
     assert all(y == {"level": 3} for _, y in opt._winners("pick"))
+
+
+def test_proposals_that_copy_the_example_or_the_meta_prompt_are_dropped():
+    from coalign.optimize._text import clean_proposal
+
+    example = ("question: Who has won more Grand Slam women's doubles titles, Lisa Raymond or "
+               "Liezel Huber?")
+    # seen in a real run: a training question proposed as the "instruction"
+    leaked = "Question: Who has won more Grand Slam women's doubles titles, Lisa Raymond or"
+    assert clean_proposal(leaked, example) is None
+    assert clean_proposal("Do not mention names or facts from the example.", example) is None
+    assert clean_proposal("short", example) is None
+    assert clean_proposal('"Write the short final answer from the facts." (score -0.134)',
+                          example) == "Write the short final answer from the facts."
+    assert clean_proposal("Answer with the name of the person the question asks about.",
+                          example) == "Answer with the name of the person the question asks about."

@@ -40,6 +40,8 @@ class LocalContext:
     history: list[tuple[Any, float]] = field(default_factory=list)  # (value, mean reward)
     # (x_k, y_k) the rollouts found better than an alternative: a pool for demonstrations
     rollout_winners: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]] = ()
+    # canonical JSON of the values the gate rejected for this param under the current config
+    rejected: frozenset[str] = frozenset()
     _cache: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = field(
         default_factory=dict)
     _tokens: dict[str, float] = field(default_factory=dict)  # mean LLM tokens per search input
@@ -61,6 +63,9 @@ class LocalContext:
             self._cache[key] = [(s.inputs, s.outputs) for s in steps]
             self._tokens[key] = (sum(s.usage.tokens for s in steps) / len(steps)) if steps else 0.0
         return self._cache[key]
+
+    def was_rejected(self, value: Any) -> bool:
+        return canonical_json(to_jsonable(value)) in self.rejected
 
     def mean_tokens(self, value: Any) -> float:
         """Mean LLM tokens (prompt + completion) the component spends per search input."""

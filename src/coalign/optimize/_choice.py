@@ -47,7 +47,12 @@ class ExpChoiceOptimizer(BaseLocalOptimizer):
         scores = [ctx.mean_reward(o) for o in options]
         self.last_scores = dict(zip(options, scores, strict=True))
         ctx.history.extend(self.last_scores.items())
-        return ctx.rng.choices(options, weights=softmax(scores, self.tau))[0]
+        # an option the gate already rejected under this config is not drawn again
+        weights = [0.0 if ctx.was_rejected(o) else w
+                   for o, w in zip(options, softmax(scores, self.tau), strict=True)]
+        if not any(weights):
+            return ctx.current
+        return ctx.rng.choices(options, weights=weights)[0]
 
 
 class RewardSelector:

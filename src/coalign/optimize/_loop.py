@@ -22,6 +22,7 @@ from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.data._base import Example
 from coalign.errors import ConfigError
+from coalign.optimize._alignment import cross_validated_alignment
 from coalign.optimize._base import BaseLocalOptimizer, LocalContext
 from coalign.optimize._choice import (
     POLICY,
@@ -35,13 +36,8 @@ from coalign.optimize._gate import Gate
 from coalign.optimize._ledger import Ledger
 from coalign.optimize._text import TextOptimizer
 from coalign.optimize._weights import ReinforceWeightsOptimizer
-from coalign.pairs import to_jsonable
-from coalign.rewards import (
-    LocalRewardModel,
-    load_reward_model,
-    pairwise_accuracy,
-    save_reward_model,
-)
+from coalign.pairs import canonical_json, to_jsonable
+from coalign.rewards import LocalRewardModel, load_reward_model, save_reward_model
 from coalign.rollouts import RolloutSpec, collect_pairs
 from coalign.runtime import Runtime
 from coalign.store import RunStore
@@ -84,6 +80,9 @@ class StepRecord:
     seconds: float
 
 
+REJECTED = "validation did not improve"
+
+
 def policy_suffix(policies: set[tuple[str, str]]) -> str:
     """What tells stored traces of one config apart by the per-instance policies in place."""
     return "".join(sorted(f"|{c}.{p}" for c, p in policies))
@@ -117,6 +116,8 @@ class Optimizer:
         self._ckpt: str | None = None  # current reward-model checkpoint, relative to run dir
         self._start: int | None = None  # first iteration to run; set by prepare()
         self._scored: list[tuple[Any, float]] = []  # this step's candidates, by local reward
+        # (component, param) -> values the gate rejected since the last accepted step
+        self._rejected: dict[tuple[str, str], set[str]] = {}
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -204,7 +205,9 @@ class Optimizer:
 
     def _stage1(self) -> None:
         pairs = self._collect(self.train, "lrf_train")
-        self._measure_alignment(pairs)
+        alignment = cross_validated_alignment(self.reward, pairs)
+        if alignment:
+            self.store.set_meta("lrf_alignment", alignment)
         if any(not p.is_tie for p in pairs):  # all ties: no head; iterations then say so
             self.reward.fit(pairs)
         with self.store.transaction():
@@ -212,34 +215,17 @@ class Optimizer:
             self.store.set_meta("stage1_account", self.account.to_json())
             self.store.set_meta("stage1_done", True)
 
-    def _measure_alignment(self, pairs: list) -> None:
-        """Cross-validated pairwise accuracy per component: each fold of training inputs is held
-        out once from a fresh LRF fitted on the others, so every decisive pair is tested once."""
-        ids = sorted({p.example_id for p in pairs})
-        folds = min(5, len(ids))
-        counts: dict[str, list[float]] = {}
-        for f in range(folds if folds >= 2 else 0):
-            held = set(ids[f::folds])
-            fit = [p for p in pairs if p.example_id not in held]
-            if not any(not p.is_tie for p in fit):
-                continue
-            model = self.reward.untrained()
-            model.fit(fit)
-            test = [p for p in pairs if p.example_id in held and not p.is_tie
-                    and model.can_score(p.component)]
-            if test:
-                for comp, (correct, total) in pairwise_accuracy(model, test).counts.items():
-                    acc = counts.setdefault(comp, [0.0, 0])
-                    acc[0], acc[1] = acc[0] + correct, acc[1] + total
-        if counts:
-            self.store.set_meta("lrf_alignment", {c: {"pairs": int(n), "accuracy": correct / n}
-                                                  for c, (correct, n) in counts.items()})
-
     def _resume(self) -> int:
         """Restore config, policies, costs and reward model from the last ledger entry."""
         steps = self.store.steps()
         self._ckpt = self.store.get_meta("stage1_checkpoint")
         account = self.store.get_meta("stage1_account")
+        for _, state, rec in steps:  # rejections since the last accept still stand
+            if state == "accepted":
+                self._rejected = {}
+            elif rec["reason"] == REJECTED:
+                self._rejected.setdefault((rec["component"], rec["param"]), set()).add(
+                    canonical_json(rec["value"]))
         if steps:
             last = steps[-1][2]
             self.config = SystemConfig.from_json(self.system, last["config"])
@@ -301,6 +287,10 @@ class Optimizer:
         if config.digest == self.config.digest and policies == self.policies:
             return self._record(t, component, param, False, before, None, value,
                                 "no change proposed", t0)
+        tried = self._rejected.setdefault((component, param), set())
+        if canonical_json(to_jsonable(value)) in tried:  # e.g. a per-instance re-proposal
+            return self._record(t, component, param, False, before, None, value,
+                                "already rejected under this config", t0)
         new_traces = self._validate(component, config, policies)
         after = sum(tr.reward or 0.0 for tr in new_traces.values()) / len(new_traces)
         old_scores = [self.val_traces[e.id].reward or 0.0 for e in self.val]
@@ -313,7 +303,10 @@ class Optimizer:
             fresh = self._fresh_batch(t)
             self.reward.adapt(self._collect(fresh, "adapt"))
             self._checkpoint(f"step{t}")
-        reason = "validation improved" if accepted else "validation did not improve"
+            self._rejected = {}  # a new config: earlier rejections no longer say anything
+        else:
+            tried.add(canonical_json(to_jsonable(value)))
+        reason = "validation improved" if accepted else REJECTED
         return self._record(t, component, param, accepted, before, after, value, reason, t0)
 
     def _aligned(self, component: str) -> bool:
@@ -330,6 +323,7 @@ class Optimizer:
         inputs = self._search_inputs(component, rt)
         ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
                            rng, self.account, proposer=self.s.proposer,
+                           rejected=frozenset(self._rejected.get((component, param), ())),
                            rollout_winners=self._winners(component) if kind == "text" else ())
         value = self.optimizers[kind].propose(ctx)
         self._scored = ctx.history

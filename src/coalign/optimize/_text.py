@@ -10,6 +10,7 @@ value found is proposed.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +43,24 @@ META = ("You improve the instruction given to an assistant that performs one ste
         "from the example. Reply with the instruction only.")
 
 
+SCORE_TAIL = re.compile(r"\s*\(score\s*[-+]?[\d.]+\)\s*$", re.IGNORECASE)
+
+
+def _ngrams(text: str, n: int) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def clean_proposal(text: str, example: str, n: int = 6) -> str | None:
+    """The proposer's instruction, or ``None`` when it is not one: small proposers copy the
+    meta prompt's own sentences or the example's content (a training question is no instruction
+    and fits one input only), and echo the "(score …)" of the list they were shown."""
+    text = SCORE_TAIL.sub("", text.strip()).strip().strip('"').strip()
+    if len(text) <= 10 or _ngrams(text, n) & (_ngrams(META, n) | _ngrams(example, n)):
+        return None
+    return text
+
+
 class TextOptimizer(BaseLocalOptimizer):
     def __init__(self, n_candidates: int = 3, steps: int = 3, n_demos: int = 2,
                  max_demo_chars: int = 400) -> None:
@@ -72,7 +91,11 @@ class TextOptimizer(BaseLocalOptimizer):
                 turn += 1
                 if candidate is not None and isinstance(spec, Text):
                     score(spec.validate(candidate))
-        best_value, best_score = max(pool.values(), key=lambda vs: vs[1])
+        # a value the gate already rejected under this config would only be rejected again
+        open_ = [vs for vs in pool.values() if not ctx.was_rejected(vs[0])]
+        if not open_:
+            return ctx.current
+        best_value, best_score = max(open_, key=lambda vs: vs[1])
         return best_value if best_score > pool[repr(ctx.current)][1] else ctx.current
 
     def _from_proposer(self, ctx: LocalContext, best: TextValue,
@@ -90,9 +113,9 @@ class TextOptimizer(BaseLocalOptimizer):
         # a fresh draw per step: a fixed index would re-propose the instruction the gate rejected
         request = chat(prompt, max_tokens=80, temperature=0.9,
                        sample_index=ctx.rng.randrange(1 << 30))
-        text = first_line(ctx.runtime.lm(ctx.proposer).generate(request).text,
-                          ("instruction:", "new instruction:"))
-        return TextValue(text.strip('"'), best.demos) if len(text) > 10 else None
+        text = clean_proposal(first_line(ctx.runtime.lm(ctx.proposer).generate(request).text,
+                                         ("instruction:", "new instruction:")), example)
+        return TextValue(text, best.demos) if text else None
 
     def _from_edit(self, ctx: LocalContext, best: TextValue,
                    pool: dict[str, tuple[TextValue, float]]) -> TextValue | None:
