@@ -170,14 +170,20 @@ def test_components_aligned_no_better_than_chance_are_not_drawn(tmp_path):
     opt = make_optimizer(tmp_path, writer_lm(), iterations=4)
     opt.prepare()
     measured = opt.store.get_meta("lrf_alignment")
-    opt.store.set_meta("lrf_alignment", {**measured, "pick": {"pairs": 8, "accuracy": 0.5}})
+    opt.store.set_meta("lrf_alignment", {**measured, "pick": {"pairs": 12, "accuracy": 0.5}})
     assert {r.component for r in opt.run()} == {"writer"}
     below = make_optimizer(tmp_path / "b", writer_lm(), iterations=1)
     below.prepare()
-    below.store.set_meta("lrf_alignment", {c: {"pairs": 8, "accuracy": 0.25}
+    below.store.set_meta("lrf_alignment", {c: {"pairs": 12, "accuracy": 0.25}
                                            for c in ("writer", "pick")})
     (rec,) = below.run()
     assert not rec.accepted and rec.val_after is None and "above 0.5" in rec.reason
+    # measured on too few pairs to say anything: drawn as if unmeasured
+    thin = make_optimizer(tmp_path / "c", writer_lm(), iterations=4)
+    thin.prepare()
+    thin.store.set_meta("lrf_alignment", {c: {"pairs": 4, "accuracy": 0.25}
+                                          for c in ("writer", "pick")})
+    assert {r.component for r in thin.run()} == {"writer", "pick"}
 
 
 def test_steps_on_test_chains_each_accepted_step(tmp_path):

@@ -62,8 +62,10 @@ class LoopSettings:
     # per-instance choices: relative cost per option, traded against the local reward
     choice_costs: Mapping[tuple[str, str], Mapping[Any, float]] = field(default_factory=dict)
     cost_weight: float = 0.0
-    # components whose stage-1 alignment (cross-validated) is not above this are not drawn
+    # components whose stage-1 alignment (cross-validated) is not above this are not drawn,
+    # once it was measured on at least min_alignment_pairs decisive pairs (fewer say nothing)
     min_alignment: float = 0.5
+    min_alignment_pairs: int = 10
     seed: int = 0
 
 
@@ -310,10 +312,11 @@ class Optimizer:
         return self._record(t, component, param, accepted, before, after, value, reason, t0)
 
     def _aligned(self, component: str) -> bool:
-        """Stage 1's cross-validated pairwise accuracy is above ``min_alignment`` (a component
-        without a measurement, e.g. too few inputs to cross-validate, passes)."""
+        """Stage 1's cross-validated pairwise accuracy is above ``min_alignment``; a component
+        measured on too few pairs (or not at all: too few inputs to cross-validate) passes."""
         measured = (self.store.get_meta("lrf_alignment") or {}).get(component)
-        return measured is None or measured["accuracy"] > self.s.min_alignment
+        return (measured is None or measured["pairs"] < self.s.min_alignment_pairs
+                or measured["accuracy"] > self.s.min_alignment)
 
     def _propose(self, component: str, param: str, kind: str, rng: random.Random) -> Any:
         if kind not in self.optimizers:
