@@ -29,6 +29,12 @@ def test_policy_when_the_local_reward_picks_differently_per_input():
     assert per_instance_proposal(scores, OPTIONS, "cheap", False, random.Random(0)) == POLICY
 
 
+def test_best_global_option_once_the_policy_was_rejected():
+    scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.1, 0.7]])  # strong has the best mean
+    assert per_instance_proposal(scores, OPTIONS, "cheap", False, random.Random(0),
+                                 policy_rejected=True) == "strong"
+
+
 def test_global_switch_when_one_option_wins_every_input():
     scores = np.array([[0.1, 0.9], [0.3, 0.8], [0.0, 0.2]])
     assert per_instance_proposal(scores, OPTIONS, "cheap", False, random.Random(0)) == "strong"

@@ -95,16 +95,20 @@ def cost_penalized(scores: np.ndarray, options: Sequence[Any],
 
 
 def per_instance_proposal(scores: np.ndarray, options: Sequence[Any], current: Any,
-                          policy_active: bool, rng: Any, tau: float = 1.0) -> Any:
+                          policy_active: bool, rng: Any, tau: float = 1.0,
+                          policy_rejected: bool = False) -> Any:
     """``POLICY``, a global option, or ``current`` (no change) for a per-instance param.
 
     ``scores`` is ``option_scores`` over the search inputs. With the policy in place a global
     option is sampled ∝ exp(mean score / tau) to challenge it; otherwise the policy is proposed
-    unless the LRF picks one option for every input, which is then proposed as a global value.
+    unless the LRF picks one option for every input, which is then proposed as a global value;
+    once the gate has rejected the policy, the option with the best mean score is proposed.
     """
     if not len(scores):
         return current
     if policy_active:
         return rng.choices(list(options), weights=softmax(list(scores.mean(axis=0)), tau))[0]
     picks = {int(i) for i in np.argmax(scores, axis=1)}
-    return POLICY if len(picks) > 1 else options[picks.pop()]
+    if len(picks) > 1 and not policy_rejected:
+        return POLICY
+    return options[picks.pop() if len(picks) == 1 else int(np.argmax(scores.mean(axis=0)))]

@@ -347,8 +347,10 @@ class Optimizer:
                                 self.s.cost_weight)
         self._scored = list(zip(options, scores.mean(axis=0).tolist() if len(scores) else [],
                                 strict=False))
+        rejected = canonical_json(POLICY) in self._rejected.get((component, param), ())
         return per_instance_proposal(scores, options, self.config[component][param],
-                                     (component, param) in self.policies, rng, self.s.tau)
+                                     (component, param) in self.policies, rng, self.s.tau,
+                                     policy_rejected=rejected)
 
     def _winners(self, component: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Per train input, the best output of ``component`` that won a stored rollout pair."""
