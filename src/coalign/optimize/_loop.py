@@ -289,8 +289,9 @@ class Optimizer:
         if config.digest == self.config.digest and policies == self.policies:
             return self._record(t, component, param, False, before, None, value,
                                 "no change proposed", t0)
-        tried = self._rejected.setdefault((component, param), set())
-        if canonical_json(to_jsonable(value)) in tried:  # e.g. a per-instance re-proposal
+        tried, key = (self._rejected.setdefault((component, param), set()),
+                      canonical_json(to_jsonable(value)))
+        if key in tried:  # e.g. a per-instance re-proposal
             return self._record(t, component, param, False, before, None, value,
                                 "already rejected under this config", t0)
         new_traces = self._validate(component, config, policies)
@@ -307,7 +308,7 @@ class Optimizer:
             self._checkpoint(f"step{t}")
             self._rejected = {}  # a new config: earlier rejections no longer say anything
         else:
-            tried.add(canonical_json(to_jsonable(value)))
+            tried.add(key)
         reason = "validation improved" if accepted else REJECTED
         return self._record(t, component, param, accepted, before, after, value, reason, t0)
 
