@@ -93,3 +93,29 @@ def test_proposals_that_copy_the_example_or_the_meta_prompt_are_dropped():
                           example) == "Write the short final answer from the facts."
     assert clean_proposal("Answer with the name of the person the question asks about.",
                           example) == "Answer with the name of the person the question asks about."
+
+
+def test_a_text_value_behaving_like_a_rejected_one_counts_as_rejected(tmp_path):
+    # writer_lm writes "good" iff the instruction mentions concision: any such rewording has the
+    # rejected value's outputs on the search sample, so it is not worth another validation
+    from coalign.costs import CostAccount
+    from coalign.lm import CachedLM
+    from coalign.optimize import LocalContext
+    from coalign.pairs import canonical_json, to_jsonable
+    from coalign.runtime import Runtime
+    from tests.test_optimize_loop import toy_task, writer_lm
+
+    task = toy_task()
+    rejected = TextValue("Be concise.")
+    rt = Runtime(lms={"m": CachedLM(writer_lm(), tmp_path / "cache.sqlite")})
+
+    def ctx(rejections):
+        return LocalContext(task, "writer", "prompt", task.system.default_config(),
+                            [{"q": f"q{i}"} for i in range(3)], None, rt, random.Random(0),
+                            CostAccount(["writer"]), rejected=frozenset(rejections))
+
+    seen = ctx({canonical_json(to_jsonable(rejected))})
+    assert seen.was_rejected(rejected)
+    assert seen.was_rejected(TextValue("Write concisely."))  # other words, same outputs
+    assert not seen.was_rejected(TextValue("Write at length."))  # different outputs
+    assert not ctx(set()).was_rejected(TextValue("Write concisely."))

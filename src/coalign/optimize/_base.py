@@ -8,6 +8,7 @@ runs the rest of the system. Running the component itself on the sample is its o
 from __future__ import annotations
 
 import abc
+import json
 import random
 import statistics
 from collections.abc import Mapping, Sequence
@@ -17,6 +18,7 @@ from typing import Any
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.pairs import canonical_json, to_jsonable
+from coalign.params import Text
 from coalign.rewards import RewardModel
 from coalign.runtime import Runtime
 from coalign.task import Task
@@ -65,7 +67,24 @@ class LocalContext:
         return self._cache[key]
 
     def was_rejected(self, value: Any) -> bool:
-        return canonical_json(to_jsonable(value)) in self.rejected
+        """The gate rejected ``value`` under this config, or (for text) a value with the same
+        outputs on the search sample: the local reward cannot tell the two apart, so validating
+        it would mostly re-measure what the gate already turned down. Seen on HotpotQA: with the
+        same demos, three reworded instructions gave identical search outputs and were validated
+        one after another."""
+        if canonical_json(to_jsonable(value)) in self.rejected:
+            return True
+        spec = self.task.system.component(self.component).params[self.param]
+        if not isinstance(spec, Text) or not self.rejected:
+            return False
+        # search inputs are the current config's, so a rejected value's outputs come from the
+        # response cache when its own step searched the same sample
+        outputs = self._signature(value)
+        return any(self._signature(spec.from_json(json.loads(r))) == outputs
+                   for r in self.rejected)
+
+    def _signature(self, value: Any) -> str:
+        return canonical_json(to_jsonable([y for _, y in self.outputs_under(value)]))
 
     def mean_tokens(self, value: Any) -> float:
         """Mean LLM tokens (prompt + completion) the component spends per search input."""
