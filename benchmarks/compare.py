@@ -19,10 +19,11 @@ import json
 import time
 from pathlib import Path
 
-from coalign.job import Job, parse_run_config
+from coalign.job import Job, RunConfig, parse_run_config
 from coalign.optimize import paired_bootstrap, reinforce_search
 from coalign.optimize._baselines import random_search
 from coalign.runner import evaluate
+from coalign.store import RunStore
 
 SYSTEMS = {"multihop_qa": "hotpotqa", "pubmedqa_select": "pubmedqa"}
 # --quick tunes only each system's last LLM step: its rollouts need no downstream LLM call
@@ -35,11 +36,11 @@ HAS_DSPY = importlib.util.find_spec("dspy") is not None
 FULL_SPLIT = {"multihop_qa": {"train": 24, "val": 100, "test": 200},
               "pubmedqa_select": {"train": 24, "val": 24, "test": 200}}
 FULL_GATE = {"multihop_qa": {"gate": "bootstrap"}}
+METHODS = ("coalign", "random_search", "reinforce", "dspy_mipro", "dspy_gepa")
 PROPOSER_CTX = 8192  # DSPy's proposal/reflection prompts carry raw demos: 2k tokens overflow
 
 
-def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
-               use_dspy: bool = False) -> dict:
+def run_config(name: str, quick: bool, seed: int) -> RunConfig:
     # --quick checks that every method runs end to end (HotpotQA extractor calls take ~5-7 s on
     # 2 cores); its numbers mean nothing statistically.
     split = {"train": 3, "val": 3, "test": 4} if quick else FULL_SPLIT[name]
@@ -47,11 +48,20 @@ def run_system(name: str, data: str, quick: bool, seed: int, run_dir: Path,
                "text_candidates": 2, "text_steps": 1} if quick
               else {"iterations": 8, "search_size": 6, "fresh_inputs": 4, "rollout_n": 3,
                     "text_alternatives": 3})
-    raw = {"system": name, "data": data, "split": {**split, "seed": seed}, "budget": budget,
-           "seed": seed, "proposer": "qwen2.5-0.5b", **({} if quick else FULL_GATE.get(name, {}))}
-    cfg = parse_run_config({**raw, "components": QUICK_COMPONENTS[name]} if quick else raw)
+    raw = {"system": name, "data": SYSTEMS[name], "split": {**split, "seed": seed},
+           "budget": budget, "seed": seed, "proposer": "qwen2.5-0.5b",
+           **({} if quick else FULL_GATE.get(name, {}))}
+    return parse_run_config({**raw, "components": QUICK_COMPONENTS[name]} if quick else raw)
+
+
+def system_dir(run_dir: Path, name: str, seed: int, cfg: RunConfig) -> Path:
     # one directory per config: a changed budget or split starts afresh instead of being refused
-    job = Job.open(cfg, run_dir / f"{name}-seed{seed}-{cfg.digest[:8]}")
+    return run_dir / f"{name}-seed{seed}-{cfg.digest[:8]}"
+
+
+def run_system(name: str, quick: bool, seed: int, run_dir: Path, use_dspy: bool = False) -> dict:
+    cfg = run_config(name, quick, seed)
+    job = Job.open(cfg, system_dir(run_dir, name, seed, cfg))
     opt, out = job.optimizer, {}
 
     t0 = time.perf_counter()
@@ -106,7 +116,35 @@ def finished(store, method: str, run) -> dict:
         row = run()
         row.setdefault("wall_s", time.perf_counter() - t0)
         store.set_meta(f"compare:{method}", row)
+        print(f"{store.run_dir.name}: {row_line(method, row)}", flush=True)
     return row
+
+
+def row_line(method: str, row: dict) -> str:
+    return (f"{method} test {row['test_metric']:.3f}, {row['equiv_runs']:.1f} equiv runs, "
+            f"{row['llm_calls']} LLM requests, {row['wall_s']:.0f} s"
+            + (" (since a resume)" if row.get("resumed") else ""))
+
+
+def status(args: argparse.Namespace, run_dir: Path) -> None:
+    """What each system's run dir holds so far: the loop's progress and the finished rows."""
+    for name in args.systems:
+        for seed in args.seeds:
+            cfg = run_config(name, args.quick, seed)
+            where = system_dir(run_dir, name, seed, cfg)
+            if not (where / "run.sqlite").exists():
+                print(f"{where}: not started")
+                continue
+            store = RunStore(where, create=False)
+            steps = store.steps()
+            print(f"{where}: stage 1 {'done' if store.get_meta('stage1_done') else 'not done'}, "
+                  f"{len(steps)}/{cfg.budget.iterations} iterations, "
+                  f"{sum(state == 'accepted' for _, state, _ in steps)} accepted")
+            for method in METHODS:
+                row = store.get_meta(f"compare:{method}")
+                if row is not None:
+                    print(f"  {row_line(method, row)}")
+            store.close()
 
 
 def diff(new: list[float], old: list[float], seed: int) -> dict:
@@ -171,13 +209,19 @@ def main() -> None:
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS))
     parser.add_argument("--dspy", action=argparse.BooleanOptionalAction, default=HAS_DSPY,
                         help="also run DSPy MIPROv2 and GEPA (default: on when dspy is installed)")
+    parser.add_argument("--status", action="store_true",
+                        help="print what the run dirs hold so far (rows, loop progress); run "
+                             "nothing")
     args = parser.parse_args()
+    run_dir = args.run_dir / ("quick" if args.quick else "full")
+    if args.status:
+        status(args, run_dir)
+        return
     if args.dspy and not HAS_DSPY:
         parser.error("--dspy needs the benchmark extra: pip install 'coalign[bench]'")
-    run_dir = args.run_dir / ("quick" if args.quick else "full")
     results: dict = {"systems": {}}
     for name in args.systems:
-        per_seed = [run_system(name, SYSTEMS[name], args.quick, s, run_dir, args.dspy)
+        per_seed = [run_system(name, args.quick, s, run_dir, args.dspy)
                     for s in args.seeds]
         merged = {}
         for method in per_seed[0]:

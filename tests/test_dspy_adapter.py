@@ -29,8 +29,8 @@ from coalign.runner import evaluate  # noqa: E402
 from coalign.runtime import Runtime  # noqa: E402
 from coalign.system import Loop, System  # noqa: E402
 from coalign.task import Task  # noqa: E402
-from tests.conftest import ROOT  # noqa: E402
 from tests.fakes import FakeLM  # noqa: E402
+from tests.test_compare_status import load_compare  # noqa: E402
 
 SHORT = "short answer only"
 
@@ -191,13 +191,6 @@ def test_dspy_optimize_within_budget_scores_like_coalign(setup, method):
     # DSPy's validation score of its pick is what coalign's runner measures on the converted config
     assert evaluate(task, val, res.best, rt).mean_reward == pytest.approx(res.best_score)
     assert res.best.digest in {d for d, _ in res.tried}
-
-
-def load_compare():
-    spec = importlib.util.spec_from_file_location("compare", ROOT / "benchmarks" / "compare.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_compare_dspy_rows_have_the_common_keys(setup, tmp_path):
