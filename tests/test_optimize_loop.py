@@ -204,7 +204,7 @@ def test_steps_on_test_chains_each_accepted_step(tmp_path):
     assert all(r["holds"] == (r["test_after"] > r["test_before"]) for r in rows)
 
 
-class NeverAccept:
+class NeverAccept(Gate):
     def accept(self, new, old):
         return False
 

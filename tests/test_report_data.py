@@ -137,3 +137,14 @@ def test_curve_skips_records_without_scores() -> None:
     rows = step_rows([(0, "rejected", {"component": "a", "param": "p"}),
                       (1, "accepted", {"val_before": 0.1, "val_after": 0.2})])
     assert [(p.step, p.score) for p in curve(rows)] == [(-1, 0.1), (1, 0.2)]
+
+
+def test_an_early_stopped_validation_says_on_how_many_inputs() -> None:
+    from coalign.optimize._loop import REJECTED, REJECTED_EARLY
+
+    rows = step_rows([(0, "rejected", {"reason": REJECTED_EARLY, "val_checked": 25,
+                                       "val_before": 0.3, "val_after": 0.2}),
+                      (1, "rejected", {"reason": REJECTED, "val_checked": 100})])
+    assert rows[0].reason == (f"{REJECTED_EARLY} (on the first 25 validation inputs; val after "
+                              "estimated)")
+    assert rows[1].reason == REJECTED

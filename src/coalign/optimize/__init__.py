@@ -4,9 +4,10 @@ from coalign.optimize._base import BaseLocalOptimizer, LocalContext, NoopOptimiz
 from coalign.optimize._choice import ExpChoiceOptimizer, RewardSelector, softmax
 from coalign.optimize._gate import Gate, paired_bootstrap
 from coalign.optimize._ledger import Ledger, planned_runs, prefix_discount
-from coalign.optimize._loop import LoopSettings, Optimizer, StepRecord
+from coalign.optimize._loop import Optimizer, StepRecord
 from coalign.optimize._pareto import EditMutator, ParetoTextOptimizer
 from coalign.optimize._reinforce import ReinforceResult, RunningBaseline, reinforce_search
+from coalign.optimize._settings import LoopSettings
 from coalign.optimize._text import TextOptimizer
 from coalign.optimize._weights import ReinforceWeightsOptimizer, WeightsValue
 

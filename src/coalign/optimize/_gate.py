@@ -31,10 +31,34 @@ class Gate:
     kind: str = "strict"
     confidence: float = 0.9
     seed: int = 0
+    # > 0: stop validating a candidate once it is worse on the inputs so far with this bootstrap
+    # confidence (checked every ``early_chunk`` inputs): most candidates are rejected, and with a
+    # large validation set their full validation is the loop's main cost. 0: validate fully.
+    early_reject: float = 0.0
+    early_chunk: int = 25
 
     def __post_init__(self) -> None:
         if self.kind not in ("strict", "bootstrap"):
             raise ValueError(f"gate must be 'strict' or 'bootstrap', got {self.kind!r}")
+        if not 0.0 <= self.early_reject < 1.0:
+            raise ValueError(f"early_reject must be in [0, 1), got {self.early_reject}")
+        if self.early_chunk < 1:
+            raise ValueError(f"early_chunk must be >= 1, got {self.early_chunk}")
+
+    def checkpoints(self, n: int) -> list[int]:
+        """Prefix lengths of an ``n``-input validation after which ``clearly_worse`` is asked;
+        the last is ``n`` (no early stop left)."""
+        if self.early_reject <= 0:
+            return [n]
+        return [*range(self.early_chunk, n, self.early_chunk), n]
+
+    def clearly_worse(self, new: Sequence[float], old: Sequence[float]) -> bool:
+        """On a validation prefix: is the candidate worse with ``early_reject`` confidence?
+        It is P(paired mean difference < 0), strictly: most inputs tie, and a candidate that
+        changed nothing yet (or lost one input of 25) is not stopped."""
+        if self.early_reject <= 0 or not new or not sum(new) < sum(old):
+            return False
+        return paired_bootstrap(old, new, seed=self.seed)[3] >= self.early_reject
 
     def accept(self, new: Sequence[float], old: Sequence[float]) -> bool:
         if not sum(new) > sum(old):

@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from coalign.config import SystemConfig
@@ -32,8 +32,8 @@ from coalign.optimize._choice import (
     option_scores,
     per_instance_proposal,
 )
-from coalign.optimize._gate import Gate
 from coalign.optimize._ledger import Ledger
+from coalign.optimize._settings import LoopSettings
 from coalign.optimize._text import TextOptimizer
 from coalign.optimize._weights import ReinforceWeightsOptimizer
 from coalign.pairs import canonical_json, to_jsonable
@@ -43,30 +43,6 @@ from coalign.runtime import Runtime
 from coalign.store import RunStore
 from coalign.task import Task
 from coalign.trace import Trace
-
-
-@dataclass
-class LoopSettings:
-    iterations: int = 10
-    search_size: int = 10
-    fresh_inputs: int = 20
-    rollout_n: int = 3
-    text_candidates: int = 3  # candidates per local step (the reference's 3 x 3)
-    text_steps: int = 3
-    text_alternatives: int = 0  # stage-1 rollouts also under this many edited instructions
-    temperature: float = 1.0
-    tau: float = 1.0
-    gate: Gate = field(default_factory=Gate)
-    proposer: str | None = None
-    components: Sequence[str] | None = None  # default: every component with params
-    # per-instance choices: relative cost per option, traded against the local reward
-    choice_costs: Mapping[tuple[str, str], Mapping[Any, float]] = field(default_factory=dict)
-    cost_weight: float = 0.0
-    # components whose stage-1 alignment (cross-validated) is not above this are not drawn,
-    # once it was measured on at least min_alignment_pairs decisive pairs (fewer say nothing)
-    min_alignment: float = 0.5
-    min_alignment_pairs: int = 10
-    seed: int = 0
 
 
 @dataclass
@@ -83,6 +59,7 @@ class StepRecord:
 
 
 REJECTED = "validation did not improve"
+REJECTED_EARLY = "validation stopped early: worse so far"  # see Gate.early_reject
 
 
 def policy_suffix(policies: set[tuple[str, str]]) -> str:
@@ -225,7 +202,7 @@ class Optimizer:
         for _, state, rec in steps:  # rejections since the last accept still stand
             if state == "accepted":
                 self._rejected = {}
-            elif rec["reason"] == REJECTED:
+            elif rec["reason"] in (REJECTED, REJECTED_EARLY):
                 self._rejected.setdefault((rec["component"], rec["param"]), set()).add(
                     canonical_json(rec["value"]))
         if steps:
@@ -295,10 +272,14 @@ class Optimizer:
             return self._record(t, component, param, False, before, None, value,
                                 "already rejected under this config", t0)
         new_traces = self._validate(component, config, policies)
-        after = sum(tr.reward or 0.0 for tr in new_traces.values()) / len(new_traces)
-        old_scores = [self.val_traces[e.id].reward or 0.0 for e in self.val]
-        accepted = self.s.gate.accept([new_traces[e.id].reward or 0.0 for e in self.val],
-                                      old_scores)
+        checked = [e for e in self.val if e.id in new_traces]
+        new_scores = [new_traces[e.id].reward or 0.0 for e in checked]
+        old_scores = [self.val_traces[e.id].reward or 0.0 for e in checked]
+        complete = len(checked) == len(self.val)
+        accepted = complete and self.s.gate.accept(new_scores, old_scores)
+        # stopped early: the full-set estimate is the current score plus the paired difference
+        after = (sum(new_scores) / len(checked) if complete
+                 else before + (sum(new_scores) - sum(old_scores)) / len(checked))
         if accepted:
             self.config, self.policies, self.val_traces = config, policies, new_traces
             for tr in new_traces.values():
@@ -309,8 +290,10 @@ class Optimizer:
             self._rejected = {}  # a new config: earlier rejections no longer say anything
         else:
             tried.add(key)
-        reason = "validation improved" if accepted else REJECTED
-        return self._record(t, component, param, accepted, before, after, value, reason, t0)
+        reason = ("validation improved" if accepted else REJECTED if complete
+                  else REJECTED_EARLY)
+        return self._record(t, component, param, accepted, before, after, value, reason, t0,
+                            checked=len(checked))
 
     def _aligned(self, component: str) -> bool:
         """Stage 1's cross-validated pairwise accuracy is above ``min_alignment``; a component
@@ -366,13 +349,23 @@ class Optimizer:
 
     def _validate(self, component: str, config: SystemConfig,
                   policies: set[tuple[str, str]]) -> dict[str, Trace]:
+        """The candidate's val traces, re-running from ``component`` on; stopped at a gate
+        checkpoint once the candidate is clearly worse (then only a prefix of val is here)."""
         rt, key = self.runtime_for(policies), self._key(config, policies)
-        out = {}
-        for e in self.val:
-            trace = self.task.score(self.system.run_from(component, self.val_traces[e.id],
-                                                         config, rt), e)
-            trace.config_digest = key
-            out[e.id] = trace
+        out: dict[str, Trace] = {}
+        done = 0
+        for stop in self.s.gate.checkpoints(len(self.val)):
+            for e in self.val[done:stop]:
+                trace = self.task.score(self.system.run_from(component, self.val_traces[e.id],
+                                                             config, rt), e)
+                trace.config_digest = key
+                out[e.id] = trace
+            done = stop
+            seen = self.val[:done]
+            if done < len(self.val) and self.s.gate.clearly_worse(
+                    [out[e.id].reward or 0.0 for e in seen],
+                    [self.val_traces[e.id].reward or 0.0 for e in seen]):
+                break
         self.account.add_traces("validation", out.values())
         return out
 
@@ -382,12 +375,14 @@ class Optimizer:
         return [self.train[(start + i) % len(self.train)] for i in range(n)]
 
     def _record(self, t: int, component: str, param: str, accepted: bool, before: float,
-                after: float | None, value: Any, reason: str, t0: float) -> StepRecord:
+                after: float | None, value: Any, reason: str, t0: float,
+                checked: int = 0) -> StepRecord:
         rec = StepRecord(t, component, param, accepted, before, after, to_jsonable(value),
                          reason, time.perf_counter() - t0)
         self.store.put_step(t, "accepted" if accepted else "rejected", {
             "component": component, "param": param, "value": rec.value, "reason": reason,
-            "val_before": before, "val_after": after, "seconds": rec.seconds,
+            "val_before": before, "val_after": after, "val_checked": checked,
+            "seconds": rec.seconds,
             "config": self.config.to_json(), "policies": sorted(self.policies),
             "lrf_checkpoint": self._ckpt, "account": self.account.to_json(),
             "ledger": self.ledger().to_json(),

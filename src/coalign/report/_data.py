@@ -140,10 +140,18 @@ def _float(value: Any) -> float | None:
 def step_rows(steps: Sequence[tuple[int, str, dict]]) -> tuple[StepRow, ...]:
     return tuple(StepRow(step, state == "accepted", str(rec.get("component", "?")),
                          str(rec.get("param", "?")), summarize_value(rec.get("value")),
-                         str(rec.get("reason", "")), _float(rec.get("val_before")),
+                         _reason(rec), _float(rec.get("val_before")),
                          _float(rec.get("val_after")), _float(rec.get("seconds")),
                          _candidates(rec.get("candidates")))
                  for step, state, rec in steps)
+
+
+def _reason(rec: dict) -> str:
+    reason = str(rec.get("reason", ""))
+    if reason.startswith("validation stopped early") and isinstance(rec.get("val_checked"), int):
+        # its val after is the current score plus the paired difference on those inputs
+        reason += f" (on the first {rec['val_checked']} validation inputs; val after estimated)"
+    return reason
 
 
 def _candidates(raw: Any) -> tuple[tuple[str, float], ...]:
