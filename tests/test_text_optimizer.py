@@ -119,3 +119,21 @@ def test_a_text_value_behaving_like_a_rejected_one_counts_as_rejected(tmp_path):
     assert seen.was_rejected(TextValue("Write concisely."))  # other words, same outputs
     assert not seen.was_rejected(TextValue("Write at length."))  # different outputs
     assert not ctx(set()).was_rejected(TextValue("Write concisely."))
+
+
+def test_demos_prefer_distinct_outputs_over_a_higher_scored_repeat():
+    # two "yes" demos would teach a constant answer: the best "no" comes before the second "yes"
+    class Listed:
+        def score_batch(self, component, items):
+            return [0.9, 0.8, 0.7, 0.6][:len(items)]
+
+    winners = [({"q": "a"}, {"label": "yes"}), ({"q": "b"}, {"label": "yes"}),
+               ({"q": "c"}, {"label": "no"}), ({"q": "d"}, {"label": "no"})]
+    ctx = SimpleNamespace(component="answerer", reward=Listed(), rollout_winners=winners,
+                          outputs_under=lambda value: [])
+    value = TextOptimizer(n_demos=2)._from_demos(ctx, TextValue("Answer."), {})
+    assert value.demos == ({"q": "a", "label": "yes"}, {"q": "c", "label": "no"})
+    # with too few distinct outputs, the best repeats fill the remaining places in score order
+    value = TextOptimizer(n_demos=3)._from_demos(ctx, TextValue("Answer."), {})
+    assert value.demos == ({"q": "a", "label": "yes"}, {"q": "c", "label": "no"},
+                           {"q": "b", "label": "yes"})

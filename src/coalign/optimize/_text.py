@@ -144,12 +144,20 @@ class TextOptimizer(BaseLocalOptimizer):
         if not items:
             return None
         scores = ctx.reward.score_batch(ctx.component, items)
+        ranked = sorted(range(len(items)), key=lambda i: -float(scores[i]))
         demos: dict[str, dict[str, str]] = {}  # one demo per input
-        for i in sorted(range(len(items)), key=lambda i: -float(scores[i])):
-            x, y = items[i]
-            shown = {k: render_value(v, self.max_demo_chars) for k, v in x.items()}
-            demos.setdefault(repr(sorted(shown.items())),
-                             {**shown, **{k: str(v) for k, v in y.items()}})
-            if len(demos) == self.n_demos:
-                break
+        shown_outputs: set[str] = set()
+        # distinct outputs first: demos that all show one answer ("yes", "yes") teach the model
+        # to give that answer whatever the input; repeats fill in only when too few differ
+        for distinct in (True, False):
+            for i in ranked:
+                x, y = items[i]
+                shown = {k: render_value(v, self.max_demo_chars) for k, v in x.items()}
+                out = {k: str(v) for k, v in y.items()}
+                key, out_key = repr(sorted(shown.items())), repr(sorted(out.items()))
+                if len(demos) == self.n_demos or key in demos or (
+                        distinct and out_key in shown_outputs):
+                    continue
+                demos[key] = {**shown, **out}
+                shown_outputs.add(out_key)
         return TextValue(best.instruction, tuple(demos.values()))
