@@ -102,8 +102,22 @@ def run_system(name: str, quick: bool, seed: int, run_dir: Path, use_dspy: bool 
         out.update(dspy_rows(job.task, (job.train, job.val, job.test), opt.runtime_for(set()),
                              job.store, base, budget, seed, dspy_proposer(job)))
 
-    for method in ("coalign", "random_search", "reinforce"):
-        out[method]["diff_vs_unoptimized"] = diff(out[method]["scores"], base.scores, seed)
+    out["unoptimized"]["scores"] = base.scores
+    return with_differences(out, seed)
+
+
+def with_differences(out: dict, seed: int) -> dict:
+    """Every method against the unoptimized system, and coalign against every other method,
+    each paired over the same test questions (a skipped method has no scores: no difference)."""
+    coalign = out["coalign"]
+    for method, row in out.items():
+        if method == "unoptimized" or "scores" not in row:
+            continue
+        row.setdefault("diff_vs_unoptimized", diff(row["scores"], out["unoptimized"]["scores"],
+                                                   seed))
+        if method != "coalign":
+            coalign.setdefault("diff_vs", {})[method] = diff(coalign["scores"], row["scores"],
+                                                             seed)
     return out
 
 
@@ -149,9 +163,10 @@ def status(args: argparse.Namespace, run_dir: Path) -> None:
 
 
 def diff(new: list[float], old: list[float], seed: int) -> dict:
-    """Mean paired difference with its bootstrap 95% interval over test questions."""
-    mean, lo, hi, _ = paired_bootstrap(new, old, seed=seed)
-    return {"mean": mean, "ci95": [lo, hi]}
+    """Mean paired difference with its bootstrap 95% interval over test questions, and the
+    bootstrap probability that ``new`` is the better one."""
+    mean, lo, hi, p_better = paired_bootstrap(new, old, seed=seed)
+    return {"mean": mean, "ci95": [lo, hi], "p_better": p_better}
 
 
 def requests(usage) -> int:
@@ -243,6 +258,9 @@ def main() -> None:
         for seed, row in zip(args.seeds, merged["coalign"]["per_seed"], strict=True):
             print(f"coalign seed {seed}: {row['accepted_steps']} accepted steps, "
                   f"{row['steps_holding_on_test']} of them hold on test")
+            for method, d in row.get("diff_vs", {}).items():
+                print(f"  coalign - {method}: {d['mean']:+.3f} [{d['ci95'][0]:+.3f}, "
+                      f"{d['ci95'][1]:+.3f}], P(coalign better) {d['p_better']:.2f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

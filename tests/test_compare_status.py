@@ -32,3 +32,21 @@ def test_status_lists_finished_rows_and_runs_nothing(tmp_path, capsys):
                       "(since a resume)")
     assert len(out) == 3  # methods without a row are not listed
     assert not (tmp_path / f"multihop_qa-seed0-{cfg.digest[:8]}").exists()
+
+
+def test_coalign_gets_a_paired_difference_to_every_method_with_scores():
+    compare = load_compare()
+    out = {"unoptimized": {"scores": [0.0, 0.0, 1.0, 0.0]},
+           "coalign": {"scores": [1.0, 1.0, 1.0, 0.0]},
+           "random_search": {"scores": [1.0, 0.0, 1.0, 1.0]},
+           "dspy_mipro": {"skipped": "budget too small", "test_metric": float("nan")}}
+    compare.with_differences(out, seed=0)
+    assert out["coalign"]["diff_vs_unoptimized"]["mean"] == 0.5
+    assert out["random_search"]["diff_vs_unoptimized"]["mean"] == 0.5
+    versus = out["coalign"]["diff_vs"]
+    assert set(versus) == {"random_search"}  # a skipped method has nothing to pair with
+    # paired differences 0, +1, 0, -1: mean 0, and the interval spans it
+    assert versus["random_search"]["mean"] == 0.0
+    lo, hi = versus["random_search"]["ci95"]
+    assert lo < 0 < hi and 0 < versus["random_search"]["p_better"] < 1
+    assert "diff_vs_unoptimized" not in out["dspy_mipro"]
