@@ -95,6 +95,29 @@ def test_proposals_that_copy_the_example_or_the_meta_prompt_are_dropped():
                           example) == "Answer with the name of the person the question asks about."
 
 
+def test_paraphrased_questions_and_echoed_outputs_are_no_instructions():
+    from coalign.optimize._text import clean_proposal
+
+    # seen in the PubMedQA run: the proposer rewords the example's question (no six words in a
+    # row in common), and the gate accepted it on 24 validation questions
+    example = ("Question: Double balloon enteroscopy: is it efficacious and safe in a community "
+               "setting?\nFindings: The study results indicate that double balloon enteroscopy "
+               "is not efficacious and safe in a community setting.")
+    current = "Answer the research question with exactly one word: yes, no, or maybe."
+    for leaked in ("Do double balloon enteroscopy results in safe and efficacious DBE surgery in "
+                   "a community setting?",
+                   "Do balloon enteroscopy perform as well in a community setting as in a "
+                   "laboratory",  # a question without its question mark: by shared words
+                   "{'answer': 'maybe'}"):
+        assert clean_proposal(leaked, example, current) is None, leaked
+    # general instructions share a few words with any example, and all of the current one's
+    for general in ("Write an answer based on the study results provided in the findings.",
+                    "Answer the research question with one word after weighing the findings.",
+                    "Answer the research question with exactly one word: yes, no, or maybe. "
+                    "Decide from the direction of the effect in the study results."):
+        assert clean_proposal(general, example, current) == general
+
+
 def test_a_text_value_behaving_like_a_rejected_one_counts_as_rejected(tmp_path):
     # writer_lm writes "good" iff the instruction mentions concision: any such rewording has the
     # rejected value's outputs on the search sample, so it is not worth another validation

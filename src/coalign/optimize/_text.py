@@ -51,12 +51,25 @@ def _ngrams(text: str, n: int) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
 
 
-def clean_proposal(text: str, example: str, n: int = 6) -> str | None:
-    """The proposer's instruction, or ``None`` when it is not one: small proposers copy the
-    meta prompt's own sentences or the example's content (a training question is no instruction
-    and fits one input only), and echo the "(score …)" of the list they were shown."""
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4}
+
+
+def clean_proposal(text: str, example: str, current: str = "", n: int = 6,
+                   max_shared: int = 3) -> str | None:
+    """The proposer's instruction, or ``None`` when it is not one. Small proposers copy the meta
+    prompt's own sentences or the example's content (a training question is no instruction and
+    fits one input only), paraphrase the example's question, echo an output ("{'answer': …}"),
+    and echo the "(score …)" of the list they were shown. A paraphrase shares no six words in a
+    row with the example, so more than ``max_shared`` content words taken from the example (and
+    not from the meta prompt or the ``current`` instruction) also count as copying."""
     text = SCORE_TAIL.sub("", text.strip()).strip().strip('"').strip()
-    if len(text) <= 10 or _ngrams(text, n) & (_ngrams(META, n) | _ngrams(example, n)):
+    if len(text) <= 10 or text.endswith("?") or text.startswith("{"):
+        return None
+    if _ngrams(text, n) & (_ngrams(META, n) | _ngrams(example, n)):
+        return None
+    shared = _content_words(text) & _content_words(example)
+    if len(shared - _content_words(META) - _content_words(current)) > max_shared:
         return None
     return text
 
@@ -114,7 +127,8 @@ class TextOptimizer(BaseLocalOptimizer):
         request = chat(prompt, max_tokens=80, temperature=0.9,
                        sample_index=ctx.rng.randrange(1 << 30))
         text = clean_proposal(first_line(ctx.runtime.lm(ctx.proposer).generate(request).text,
-                                         ("instruction:", "new instruction:")), example)
+                                         ("instruction:", "new instruction:")), example,
+                              ctx.current.instruction)
         return TextValue(text, best.demos) if text else None
 
     def _from_edit(self, ctx: LocalContext, best: TextValue,
