@@ -144,8 +144,9 @@ def test_a_text_value_behaving_like_a_rejected_one_counts_as_rejected(tmp_path):
     assert not ctx(set()).was_rejected(TextValue("Write concisely."))
 
 
-def test_demos_prefer_distinct_outputs_over_a_higher_scored_repeat():
-    # two "yes" demos would teach a constant answer: the best "no" comes before the second "yes"
+def test_demos_with_distinct_outputs_are_the_next_candidate_after_the_best_ranked():
+    # two "yes" demos pull a small model towards "yes": once the best-ranked set is scored, the
+    # best "no" replaces the second "yes"
     class Listed:
         def score_batch(self, component, items):
             return [0.9, 0.8, 0.7, 0.6][:len(items)]
@@ -154,9 +155,15 @@ def test_demos_prefer_distinct_outputs_over_a_higher_scored_repeat():
                ({"q": "c"}, {"label": "no"}), ({"q": "d"}, {"label": "no"})]
     ctx = SimpleNamespace(component="answerer", reward=Listed(), rollout_winners=winners,
                           outputs_under=lambda value: [])
-    value = TextOptimizer(n_demos=2)._from_demos(ctx, TextValue("Answer."), {})
-    assert value.demos == ({"q": "a", "label": "yes"}, {"q": "c", "label": "no"})
-    # with too few distinct outputs, the best repeats fill the remaining places in score order
-    value = TextOptimizer(n_demos=3)._from_demos(ctx, TextValue("Answer."), {})
-    assert value.demos == ({"q": "a", "label": "yes"}, {"q": "c", "label": "no"},
-                           {"q": "b", "label": "yes"})
+
+    def demo_sets(n_demos: int) -> list[list[str]]:
+        opt, pool, sets = TextOptimizer(n_demos=n_demos), {}, []
+        while (value := opt._from_demos(ctx, TextValue("Answer."), pool)) is not None:
+            pool[repr(value)] = (value, 0.0)
+            sets.append([d["q"] for d in value.demos])
+        return sets
+
+    assert demo_sets(2) == [["a", "b"], ["a", "c"]]
+    # too few distinct outputs: the best repeats fill the remaining places in score order
+    assert demo_sets(3) == [["a", "b", "c"], ["a", "c", "b"]]
+    assert demo_sets(1) == [["a"]]  # one demo: both sets are the same candidate

@@ -158,20 +158,27 @@ class TextOptimizer(BaseLocalOptimizer):
         if not items:
             return None
         scores = ctx.reward.score_batch(ctx.component, items)
-        ranked = sorted(range(len(items)), key=lambda i: -float(scores[i]))
+        ranked = [items[i] for i in sorted(range(len(items)), key=lambda i: -float(scores[i]))]
+        # the best-ranked demos, then the best with distinct outputs: demos that all show one
+        # answer ("yes", "yes") pull a small model towards it whatever the input, which helps
+        # only where that answer is the common one; the local reward ranks the two sets
+        for distinct in (False, True):
+            value = TextValue(best.instruction, self._pick_demos(ranked, distinct))
+            if repr(value) not in pool:
+                return value
+        return None
+
+    def _pick_demos(self, ranked: list[tuple[dict, dict]], distinct: bool) -> tuple[dict, ...]:
         demos: dict[str, dict[str, str]] = {}  # one demo per input
-        shown_outputs: set[str] = set()
-        # distinct outputs first: demos that all show one answer ("yes", "yes") teach the model
-        # to give that answer whatever the input; repeats fill in only when too few differ
-        for distinct in (True, False):
-            for i in ranked:
-                x, y = items[i]
+        outputs: set[str] = set()
+        for only_new_outputs in (True, False) if distinct else (False,):
+            for x, y in ranked:
                 shown = {k: render_value(v, self.max_demo_chars) for k, v in x.items()}
                 out = {k: str(v) for k, v in y.items()}
                 key, out_key = repr(sorted(shown.items())), repr(sorted(out.items()))
                 if len(demos) == self.n_demos or key in demos or (
-                        distinct and out_key in shown_outputs):
+                        only_new_outputs and out_key in outputs):
                     continue
                 demos[key] = {**shown, **out}
-                shown_outputs.add(out_key)
-        return TextValue(best.instruction, tuple(demos.values()))
+                outputs.add(out_key)
+        return tuple(demos.values())
