@@ -163,6 +163,9 @@ def test_stage1_alignment_is_cross_validated_over_every_decisive_pair(tmp_path):
         decisive = [p for p in opt.store.pairs(comp) if not p.is_tie]
         assert alignment[comp]["pairs"] == len(decisive) > 0  # each tested exactly once
         assert 0.0 <= alignment[comp]["accuracy"] <= 1.0
+        inputs = {p.example_id for p in decisive}
+        assert alignment[comp]["inputs"] == len(inputs)
+        assert 0.0 <= alignment[comp]["input_accuracy"] <= 1.0
     assert alignment["writer"]["accuracy"] >= 0.75  # "good" vs "bad" drafts: easy to learn
 
 

@@ -59,8 +59,9 @@ def test_cost_rows_in_table_11_order_with_totals(data) -> None:
 
 
 def test_alignment_and_result(data) -> None:
-    assert [(a.component, a.pairs, a.accuracy) for a in data.alignment] == [
-        ("answer", 40, 0.725), ("route", 12, None)]
+    assert [(a.component, a.pairs, a.accuracy, a.inputs, a.input_accuracy)
+            for a in data.alignment] == [("answer", 40, 0.725, 9, 0.61),
+                                         ("route", 12, None, None, None)]  # an older run's
     assert data.result["after"] == 0.47 and data.missing == ()
     assert json.loads(data.run_config)["note"] == INJECT
 

@@ -69,7 +69,8 @@ def populate(run_dir: Path, *, meta: bool = True, traces: bool = True) -> dict[s
         if meta:
             store.set_meta("system", system.name)
             store.set_meta("run_config", {"system": "toy_qa", "note": INJECT})
-            store.set_meta("lrf_alignment", {"answer": {"pairs": 40, "accuracy": 0.725},
+            store.set_meta("lrf_alignment", {"answer": {"pairs": 40, "accuracy": 0.725,
+                                                        "inputs": 9, "input_accuracy": 0.61},
                                              "route": {"pairs": 12, "accuracy": None}})
             store.set_meta("result", {"before": 0.38, "after": 0.47, "metric": "f1",
                                       "test_size": 200})

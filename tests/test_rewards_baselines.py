@@ -112,6 +112,21 @@ def test_pairwise_accuracy_per_component_mean_and_ties() -> None:
         pairwise_accuracy(oracle, [tie])
 
 
+def test_pairwise_accuracy_keeps_counts_per_input() -> None:
+    class FirstWins:  # pure-logic ranker: always prefers output_a
+        def compare(self, pair):
+            return 1
+
+    def pair(example_id: str, label: str) -> PreferencePair:
+        return PreferencePair("answer", example_id, {}, {"answer": "x"}, {"answer": "y"},
+                              1.0 if label == "a" else 0.0, 0.0 if label == "a" else 1.0, label)
+
+    # input e1: 3 pairs, all right; input e2: 1 pair, wrong
+    result = pairwise_accuracy(FirstWins(), [pair("e1", "a")] * 3 + [pair("e2", "b")])
+    assert result.counts["answer"] == (3.0, 4)
+    assert result.by_input["answer"] == {"e1": (3.0, 3), "e2": (0.0, 1)}
+
+
 def test_random_reward_is_deterministic_and_near_chance() -> None:
     pairs = qa_pairs(400, seed=3)
     r = RandomReward(seed=1)

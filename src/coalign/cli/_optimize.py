@@ -88,10 +88,12 @@ def summary(job: Job, before: EvalResult, after: EvalResult) -> None:
     alignment = job.store.get_meta("lrf_alignment") or {}
     if alignment:
         al = Table(title="local reward alignment (stage-1 pairs, cross-validated by input)")
-        for col in ("component", "pairs", "pairwise accuracy"):
+        for col in ("component", "pairs", "pairwise accuracy", "inputs", "per-input accuracy"):
             al.add_column(col)
-        for comp, a in alignment.items():
-            al.add_row(comp, str(a["pairs"]), f"{a['accuracy']:.3f}")
+        for comp, a in alignment.items():  # runs from before per-input figures lack the last two
+            per_input = a.get("input_accuracy")
+            al.add_row(comp, str(a["pairs"]), f"{a['accuracy']:.3f}", str(a.get("inputs", "—")),
+                       "—" if per_input is None else f"{per_input:.3f}")
         console.print(al)
     console.print("final configuration: " + ", ".join(
         f"{c}.{p}={_shown(v)}" for c, params in opt.config.items() for p, v in params.items()

@@ -13,10 +13,13 @@ def cross_validated_alignment(reward: LocalRewardModel, pairs: Sequence[Preferen
                               max_folds: int = 5) -> dict[str, dict[str, Any]]:
     """Pairwise accuracy per component: each fold of inputs is held out once from a fresh LRF
     fitted on the others, so every decisive pair is tested once. Pairs of one input never sit
-    on both sides (they share the input, and often an output). ``{}`` with under 2 inputs."""
+    on both sides (they share the input, and often an output). ``{}`` with under 2 inputs.
+
+    ``accuracy`` pools the pairs; ``input_accuracy`` averages the inputs' own accuracies, so an
+    input with eleven pairs counts once: the steadier figure when a few inputs hold most pairs."""
     ids = sorted({p.example_id for p in pairs})
     folds = min(max_folds, len(ids))
-    counts: dict[str, list[float]] = {}
+    counts: dict[str, dict[str, tuple[float, int]]] = {}  # component -> input -> counts
     for f in range(folds if folds >= 2 else 0):
         held = set(ids[f::folds])
         fit = [p for p in pairs if p.example_id not in held]
@@ -26,8 +29,13 @@ def cross_validated_alignment(reward: LocalRewardModel, pairs: Sequence[Preferen
         model.fit(fit)
         test = [p for p in pairs if p.example_id in held and not p.is_tie
                 and model.can_score(p.component)]
-        if test:
-            for comp, (correct, total) in pairwise_accuracy(model, test).counts.items():
-                acc = counts.setdefault(comp, [0.0, 0])
-                acc[0], acc[1] = acc[0] + correct, acc[1] + total
-    return {c: {"pairs": int(n), "accuracy": correct / n} for c, (correct, n) in counts.items()}
+        if test:  # folds hold disjoint inputs: each input's counts come from one fold
+            for comp, inputs in pairwise_accuracy(model, test).by_input.items():
+                counts.setdefault(comp, {}).update(inputs)
+    return {c: summary(inputs) for c, inputs in counts.items()}
+
+
+def summary(inputs: dict[str, tuple[float, int]]) -> dict[str, Any]:
+    correct, pairs = sum(c for c, _ in inputs.values()), sum(n for _, n in inputs.values())
+    return {"pairs": pairs, "accuracy": correct / pairs, "inputs": len(inputs),
+            "input_accuracy": sum(c / n for c, n in inputs.values()) / len(inputs)}

@@ -59,6 +59,8 @@ class AlignmentRow:
     component: str
     pairs: int | None
     accuracy: float | None
+    inputs: int | None = None  # runs recorded before per-input figures have neither
+    input_accuracy: float | None = None
 
 
 @dataclass(frozen=True)
@@ -208,9 +210,11 @@ def alignment_rows(raw: Any) -> tuple[AlignmentRow, ...]:
     out = []
     for comp, entry in raw.items():
         entry = entry if isinstance(entry, Mapping) else {}
-        pairs = entry.get("pairs")
-        out.append(AlignmentRow(str(comp), int(pairs) if isinstance(pairs, int) else None,
-                                _float(entry.get("accuracy"))))
+        pairs, inputs = entry.get("pairs"), entry.get("inputs")
+        out.append(AlignmentRow(str(comp), pairs if isinstance(pairs, int) else None,
+                                _float(entry.get("accuracy")),
+                                inputs if isinstance(inputs, int) else None,
+                                _float(entry.get("input_accuracy"))))
     return tuple(out)
 
 

@@ -107,10 +107,14 @@ def _alignment(d: ReportData) -> str:
         return '<p class="muted">No alignment figures recorded.</p>'
     rows = [f"<tr><td>{_e(a.component)}</td><td class=\"num\">"
             f"{'—' if a.pairs is None else a.pairs}</td>"
-            f'<td class="num">{_num(a.accuracy, 3)}</td></tr>' for a in d.alignment]
+            f'<td class="num">{_num(a.accuracy, 3)}</td><td class="num">'
+            f"{'—' if a.inputs is None else a.inputs}</td>"
+            f'<td class="num">{_num(a.input_accuracy, 3)}</td></tr>' for a in d.alignment]
     return (
-        '<p class="muted">Pairwise accuracy of each local reward on held-out stage-1 pairs.</p>'
-        + _table(["component", "held-out pairs", "pairwise accuracy"], rows, "alignment"))
+        '<p class="muted">Pairwise accuracy of each local reward on held-out stage-1 pairs, '
+        "pooled and averaged per input (an input with many pairs counts once).</p>"
+        + _table(["component", "held-out pairs", "pairwise accuracy", "inputs",
+                  "per-input accuracy"], rows, "alignment"))
 
 
 def _final(d: ReportData) -> str:

@@ -18,9 +18,13 @@ from coalign.rewards._base import PairRanker, RewardModel
 
 @dataclass
 class AlignmentResult:
-    """Per-component (correct, total) counts; ``mean`` averages the components' accuracies."""
+    """Per-component (correct, total) counts; ``mean`` averages the components' accuracies.
+
+    ``by_input`` keeps the same counts per component and input: pairs of one input share it (and
+    often an output), so one input with many pairs can carry the pooled figure."""
 
     counts: dict[str, tuple[float, int]] = field(default_factory=dict)
+    by_input: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)
 
     def accuracy(self, component: str) -> float:
         correct, total = self.counts[component]
@@ -55,6 +59,9 @@ def pairwise_accuracy(ranker: PairRanker, pairs: Sequence[PreferencePair]) -> Al
         credit = 0.5 if verdict == 0 else float(verdict * truth > 0)
         correct, total = result.counts.get(pair.component, (0.0, 0))
         result.counts[pair.component] = (correct + credit, total + 1)
+        per_input = result.by_input.setdefault(pair.component, {})
+        correct, total = per_input.get(pair.example_id, (0.0, 0))
+        per_input[pair.example_id] = (correct + credit, total + 1)
     if not result.counts:
         raise DataError(
             "alignment evaluation got no non-tie pairs; hold out some informative pairs"
