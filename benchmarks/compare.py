@@ -155,11 +155,19 @@ def status(args: argparse.Namespace, run_dir: Path) -> None:
             print(f"{where}: stage 1 {'done' if store.get_meta('stage1_done') else 'not done'}, "
                   f"{len(steps)}/{cfg.budget.iterations} iterations, "
                   f"{sum(state == 'accepted' for _, state, _ in steps)} accepted")
-            for method in METHODS:
-                row = store.get_meta(f"compare:{method}")
-                if row is not None:
-                    print(f"  {row_line(method, row)}")
+            rows = {m: r for m in METHODS if (r := store.get_meta(f"compare:{m}")) is not None}
+            for method, row in rows.items():
+                print(f"  {row_line(method, row)}")
+            for method, row in rows.items():  # the comparison that matters, as soon as it exists
+                if method != "coalign" and "scores" in row and "scores" in rows["coalign"]:
+                    print(versus_line(method, diff(rows["coalign"]["scores"], row["scores"],
+                                                   seed)))
             store.close()
+
+
+def versus_line(method: str, d: dict) -> str:
+    return (f"  coalign - {method}: {d['mean']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}], "
+            f"P(coalign better) {d['p_better']:.2f}")
 
 
 def diff(new: list[float], old: list[float], seed: int) -> dict:
@@ -259,8 +267,7 @@ def main() -> None:
             print(f"coalign seed {seed}: {row['accepted_steps']} accepted steps, "
                   f"{row['steps_holding_on_test']} of them hold on test")
             for method, d in row.get("diff_vs", {}).items():
-                print(f"  coalign - {method}: {d['mean']:+.3f} [{d['ci95'][0]:+.3f}, "
-                      f"{d['ci95'][1]:+.3f}], P(coalign better) {d['p_better']:.2f}")
+                print(versus_line(method, d))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

@@ -20,7 +20,11 @@ def test_status_lists_finished_rows_and_runs_nothing(tmp_path, capsys):
     store = RunStore(where)
     store.set_meta("stage1_done", True)
     store.set_meta("compare:coalign", {"test_metric": 0.58, "equiv_runs": 569.0,
-                                       "llm_calls": 1138, "wall_s": 2918.0, "resumed": True})
+                                       "llm_calls": 1138, "wall_s": 2918.0, "resumed": True,
+                                       "scores": [1.0, 1.0, 0.0, 1.0]})
+    store.set_meta("compare:random_search", {"test_metric": 0.5, "equiv_runs": 552.0,
+                                             "llm_calls": 1104, "wall_s": 5816.0,
+                                             "scores": [1.0, 0.0, 0.0, 1.0]})
     store.close()
 
     compare.status(args, tmp_path)
@@ -30,7 +34,10 @@ def test_status_lists_finished_rows_and_runs_nothing(tmp_path, capsys):
     assert out[1].endswith("stage 1 done, 0/8 iterations, 0 accepted")
     assert out[2] == ("  coalign test 0.580, 569.0 equiv runs, 1138 LLM requests, 2918 s "
                       "(since a resume)")
-    assert len(out) == 3  # methods without a row are not listed
+    assert out[3] == "  random_search test 0.500, 552.0 equiv runs, 1104 LLM requests, 5816 s"
+    # paired differences 0, +1, 0, 0: every bootstrap mean is >= 0
+    assert out[4].startswith("  coalign - random_search: +0.250 [+0.000, ")
+    assert len(out) == 5  # methods without a row are not listed
     assert not (tmp_path / f"multihop_qa-seed0-{cfg.digest[:8]}").exists()
 
 
