@@ -35,3 +35,7 @@ def test_ledger_rows_and_total():
     assert [r[0] for r in led.rows()] == ["lrf_train", "validation", "random_search"]
     assert led.total_runs == pytest.approx(14.5)
     assert led.to_json()["llm_calls"] == {"lrf_train": 40}
+    assert led.to_json()["cache_hits"] == {} and led.rows()[0] == ("lrf_train", 10.0, 40, 0)
+    hit = Ledger({"lrf_train": 10.0}, {"lrf_train": 40}, {"lrf_train": 7})
+    assert hit.rows() == [("lrf_train", 10.0, 40, 7)]
+    assert hit.to_json()["cache_hits"]["lrf_train"] == 7

@@ -55,6 +55,7 @@ def test_cost_rows_in_table_11_order_with_totals(data) -> None:
     assert [c.llm_calls for c in data.costs] == [360, 300, 140, 30]
     assert data.total_runs == pytest.approx(323.33)
     assert data.total_calls == 830
+    assert [c.cache_hits for c in data.costs] == [40, 0, 12, 0] and data.total_cache_hits == 52
     assert data.cost_source == "ledger after step 3"
 
 
@@ -149,3 +150,13 @@ def test_an_early_stopped_validation_says_on_how_many_inputs() -> None:
     assert rows[0].reason == (f"{REJECTED_EARLY} (on the first 25 validation inputs; val after "
                               "estimated)")
     assert rows[1].reason == REJECTED
+
+
+def test_a_ledger_recorded_before_cache_hits_shows_none(data) -> None:
+    import dataclasses
+
+    from coalign.report._data import cost_rows
+
+    rows = cost_rows({"lrf_train": 120.0}, {"lrf_train": 360})
+    assert rows[0].cache_hits is None
+    assert dataclasses.replace(data, costs=rows).total_cache_hits is None

@@ -53,7 +53,7 @@ def test_page_holds_every_section_and_row(page) -> None:
     assert page.count('<tr class="accepted"') == 2 and page.count('<tr class="rejected"') == 2
     assert page.count('<tr class="phase">') == 4
     assert re.search(r'<tr class="total"><td>total</td><td class="num">323\.33</td>'
-                     r'<td class="num">830</td></tr>', page)
+                     r'<td class="num">830</td><td class="num">52</td></tr>', page)
     assert "<details><summary>1 demonstration(s)</summary>" in page
     assert "test f1: 0.3800 → 0.4700 on 200 examples" in page
     assert "Missing from this run store" not in page

@@ -19,6 +19,7 @@ DEMO = {"question": "<img src=x onerror=alert(2)>", "answer": "a & b"}
 ANSWER_INJECT = "</td><script>alert(3)</script>"
 LEDGER = {"runs": {"validation": 93.33, "local_search": 10.0, "lrf_train": 120.0, "adapt": 100.0},
           "llm_calls": {"lrf_train": 360, "adapt": 300, "validation": 140, "local_search": 30},
+          "cache_hits": {"lrf_train": 40, "validation": 12},  # none recorded for the others
           "total_runs": 323.33}
 
 

@@ -77,13 +77,13 @@ def summary(job: Job, before: EvalResult, after: EvalResult) -> None:
     console.print(table)
     console.print("Δ: mean paired difference over test examples, paired bootstrap interval")
     ledger = Table(title="cost ledger (equivalent full-system runs)")
-    for col in ("phase", "equiv. runs", "LLM calls"):
+    for col in ("phase", "equiv. runs", "LLM calls", "cache hits"):
         ledger.add_column(col, justify="right" if col != "phase" else "left")
     led = opt.ledger()
-    for phase, runs, calls in led.rows():
-        ledger.add_row(phase, f"{runs:.2f}", str(calls))
+    for phase, runs, calls, hits in led.rows():
+        ledger.add_row(phase, f"{runs:.2f}", str(calls), str(hits))
     ledger.add_row("[bold]total[/bold]", f"{led.total_runs:.2f}",
-                   str(sum(led.llm_calls.values())))
+                   str(sum(led.llm_calls.values())), str(sum(led.cache_hits.values())))
     console.print(ledger)
     alignment = job.store.get_meta("lrf_alignment") or {}
     if alignment:

@@ -8,7 +8,7 @@ changed component and its descendants). Any other phase (e.g. baseline search) i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from coalign.costs import PHASES
 from coalign.system import System
@@ -37,19 +37,24 @@ def planned_runs(*, pairs_per_component: int, runs_per_pair: float, adapt_update
 
 @dataclass(frozen=True)
 class Ledger:
-    """Measured equivalent runs per phase plus LLM calls, as one table."""
+    """Measured equivalent runs per phase plus LLM calls, as one table. ``llm_calls`` are the
+    requests the model answered; ``cache_hits`` those the response cache answered (a resumed or
+    replayed run makes fewer calls for the same work)."""
 
     runs: Mapping[str, float]
     llm_calls: Mapping[str, int]
+    cache_hits: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def total_runs(self) -> float:
         return sum(self.runs.values())
 
-    def rows(self) -> list[tuple[str, float, int]]:
+    def rows(self) -> list[tuple[str, float, int, int]]:
+        """(phase, equivalent runs, LLM calls, cache hits) in the reference's order."""
         names = [p for p in PHASES if p in self.runs] + sorted(set(self.runs) - set(PHASES))
-        return [(p, self.runs[p], self.llm_calls.get(p, 0)) for p in names]
+        return [(p, self.runs[p], self.llm_calls.get(p, 0), self.cache_hits.get(p, 0))
+                for p in names]
 
     def to_json(self) -> dict:
         return {"runs": dict(self.runs), "llm_calls": dict(self.llm_calls),
-                "total_runs": self.total_runs}
+                "cache_hits": dict(self.cache_hits), "total_runs": self.total_runs}

@@ -130,8 +130,10 @@ class Optimizer:
 
     def ledger(self) -> Ledger:
         phases = sorted(self.account.executed)
+        usage = {p: self.account.total_usage(p) for p in phases}
         return Ledger({p: self.account.equivalent_runs(p) for p in phases},
-                      {p: self.account.total_usage(p).calls for p in phases})
+                      {p: u.calls for p, u in usage.items()},
+                      {p: u.cache_hits for p, u in usage.items()})
 
     # -- phases -------------------------------------------------------------------------------
 

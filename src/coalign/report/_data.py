@@ -52,6 +52,7 @@ class CostRow:
     phase: str
     runs: float
     llm_calls: int
+    cache_hits: int | None = None  # ledgers recorded before cache hits were counted
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,11 @@ class ReportData:
     @property
     def total_calls(self) -> int:
         return sum(c.llm_calls for c in self.costs)
+
+    @property
+    def total_cache_hits(self) -> int | None:
+        hits = [c.cache_hits for c in self.costs]
+        return None if None in hits else sum(h for h in hits if h is not None)
 
 
 def shorten(text: str, limit: int = 120) -> str:
@@ -183,8 +189,10 @@ def _phase_key(phase: str) -> tuple[int, str]:
     return (PHASES.index(phase) if phase in PHASES else len(PHASES), phase)
 
 
-def cost_rows(runs: Mapping[str, float], calls: Mapping[str, int]) -> tuple[CostRow, ...]:
-    return tuple(CostRow(p, float(runs[p]), int(calls.get(p, 0)))
+def cost_rows(runs: Mapping[str, float], calls: Mapping[str, int],
+              hits: Mapping[str, int] | None = None) -> tuple[CostRow, ...]:
+    return tuple(CostRow(p, float(runs[p]), int(calls.get(p, 0)),
+                         None if hits is None else int(hits.get(p, 0)))
                  for p in sorted(runs, key=_phase_key))
 
 
@@ -192,14 +200,17 @@ def _costs(steps: Sequence[tuple[int, str, dict]],
            store: RunStore) -> tuple[tuple[CostRow, ...], str]:
     if steps and isinstance(steps[-1][2].get("ledger"), Mapping):
         ledger = steps[-1][2]["ledger"]
-        return (cost_rows(ledger.get("runs", {}), ledger.get("llm_calls", {})),
+        hits = ledger.get("cache_hits")
+        return (cost_rows(ledger.get("runs", {}), ledger.get("llm_calls", {}),
+                          hits if isinstance(hits, Mapping) else None),
                 f"ledger after step {steps[-1][0]}")
     stage1 = store.get_meta("stage1_account")
     if isinstance(stage1, Mapping):  # killed after LRF training, before any step
         account = CostAccount.from_json(stage1)
         phases = sorted(account.executed)
         return (cost_rows({p: account.equivalent_runs(p) for p in phases},
-                          {p: account.total_usage(p).calls for p in phases}),
+                          {p: account.total_usage(p).calls for p in phases},
+                          {p: account.total_usage(p).cache_hits for p in phases}),
                 "stage 1 only (no optimizer step recorded)")
     return (), "none"
 

@@ -93,13 +93,19 @@ def _candidates(cands: tuple[tuple[str, float], ...]) -> str:
 def _costs(d: ReportData) -> str:
     if not d.costs:
         return '<p class="muted">No cost ledger recorded.</p>'
+    def hits(n: int | None) -> str:
+        return "—" if n is None else str(n)
+
     rows = [f'<tr class="phase"><td>{_e(c.phase)}</td><td class="num">{c.runs:.2f}</td>'
-            f'<td class="num">{c.llm_calls}</td></tr>' for c in d.costs]
+            f'<td class="num">{c.llm_calls}</td><td class="num">{hits(c.cache_hits)}</td></tr>'
+            for c in d.costs]
     rows.append(f'<tr class="total"><td>total</td><td class="num">{d.total_runs:.2f}</td>'
-                f'<td class="num">{d.total_calls}</td></tr>')
-    return (f'<p class="muted">Equivalent full-system runs per phase; source: '
+                f'<td class="num">{d.total_calls}</td>'
+                f'<td class="num">{hits(d.total_cache_hits)}</td></tr>')
+    return (f'<p class="muted">Equivalent full-system runs per phase; LLM calls the model '
+            f"answered and requests the response cache answered; source: "
             f"{_e(d.cost_source)}.</p>"
-            + _table(["phase", "equivalent runs", "LLM calls"], rows, "costs"))
+            + _table(["phase", "equivalent runs", "LLM calls", "cache hits"], rows, "costs"))
 
 
 def _alignment(d: ReportData) -> str:
