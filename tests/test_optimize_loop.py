@@ -229,3 +229,16 @@ def test_a_rejected_value_is_never_validated_again_under_the_same_config(tmp_pat
     again = [r for _, _, r in resumed.store.steps()
              if r["reason"] == "already rejected under this config"]
     assert all(r["val_after"] is None for r in again)
+
+
+def test_search_sample_and_fresh_inputs_move_through_the_train_split(tmp_path):
+    from coalign.optimize._settings import window
+
+    assert [window("abcde", t, 2) for t in range(3)] == [["a", "b"], ["c", "d"], ["e", "a"]]
+    assert window("abc", 1, 5) == ["a", "b", "c"] and window("", 4, 3) == []
+    opt = make_optimizer(tmp_path, writer_lm())  # 6 train inputs, search samples of 3
+    rt = opt.runtime_for(set())
+    seen = [[x["q"] for x in opt._search_inputs("writer", rt, t)] for t in range(3)]
+    assert seen == [["train 0", "train 1", "train 2"], ["train 3", "train 4", "train 5"],
+                    ["train 0", "train 1", "train 2"]]
+    assert [e.id for e in opt._fresh_batch(1)] == ["t2", "t3"]

@@ -33,7 +33,7 @@ from coalign.optimize._choice import (
     per_instance_proposal,
 )
 from coalign.optimize._ledger import Ledger
-from coalign.optimize._settings import LoopSettings
+from coalign.optimize._settings import LoopSettings, window
 from coalign.optimize._text import TextOptimizer
 from coalign.optimize._weights import ReinforceWeightsOptimizer
 from coalign.pairs import canonical_json, to_jsonable
@@ -256,14 +256,14 @@ class Optimizer:
         before = self.val_score
         config, policies = self.config, set(self.policies)
         if spec.scope == "per_instance":
-            value: Any = self._propose_per_instance(component, param, rng)
+            value: Any = self._propose_per_instance(component, param, rng, t)
             if value == POLICY:
                 policies.add((component, param))
             else:
                 policies.discard((component, param))
                 config = self.config.with_value(component, param, value)
         else:
-            value = self._propose(component, param, spec.kind, rng)
+            value = self._propose(component, param, spec.kind, rng, t)
             config = self.config.with_value(component, param, value)
         if config.digest == self.config.digest and policies == self.policies:
             return self._record(t, component, param, False, before, None, value,
@@ -304,12 +304,13 @@ class Optimizer:
         return (measured is None or measured["pairs"] < self.s.min_alignment_pairs
                 or measured["accuracy"] > self.s.min_alignment)
 
-    def _propose(self, component: str, param: str, kind: str, rng: random.Random) -> Any:
+    def _propose(self, component: str, param: str, kind: str, rng: random.Random,
+                 t: int) -> Any:
         if kind not in self.optimizers:
             raise ConfigError(f"no local optimizer for param kind {kind!r} "
                               f"({component}.{param}); have {sorted(self.optimizers)}")
         rt = self.runtime_for(self.policies)
-        inputs = self._search_inputs(component, rt)
+        inputs = self._search_inputs(component, rt, t)
         ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
                            rng, self.account, proposer=self.s.proposer,
                            rejected=frozenset(self._rejected.get((component, param), ())),
@@ -318,16 +319,21 @@ class Optimizer:
         self._scored = ctx.history
         return value
 
-    def _search_inputs(self, component: str, rt: Runtime) -> list[dict[str, Any]]:
-        """The component's inputs x_k on the search sample under the current config."""
+    def _search_inputs(self, component: str, rt: Runtime, t: int) -> list[dict[str, Any]]:
+        """The component's inputs x_k on step ``t``'s search sample under the current config.
+        The sample moves through the train split from step to step: a component drawn again
+        under an unchanged config would otherwise score the same inputs again (on HotpotQA the
+        answer writer's candidates tied with its prompt on one fixed sample six times). Stage 1
+        ran every train input under the starting config, so the prefixes come from the cache."""
         traces = [self.system.run(e.id, e.inputs, self.config, rt)
-                  for e in self.train[: self.s.search_size]]
+                  for e in window(self.train, t, self.s.search_size)]
         self.account.add_traces("local_search", traces)
         return [tr.step(component).inputs for tr in traces if not tr.step(component).skipped]
 
-    def _propose_per_instance(self, component: str, param: str, rng: random.Random) -> Any:
+    def _propose_per_instance(self, component: str, param: str, rng: random.Random,
+                              t: int) -> Any:
         options = self.system.component(component).params[param].options
-        inputs = self._search_inputs(component, self.runtime_for(self.policies))
+        inputs = self._search_inputs(component, self.runtime_for(self.policies), t)
         scores = cost_penalized(option_scores(self.reward, component, param, inputs, options),
                                 options, self.s.choice_costs.get((component, param)),
                                 self.s.cost_weight)
@@ -372,9 +378,7 @@ class Optimizer:
         return out
 
     def _fresh_batch(self, t: int) -> list[Example]:
-        n = min(self.s.fresh_inputs, len(self.train))
-        start = (t * n) % len(self.train)
-        return [self.train[(start + i) % len(self.train)] for i in range(n)]
+        return window(self.train, t, self.s.fresh_inputs)
 
     def _record(self, t: int, component: str, param: str, accepted: bool, before: float,
                 after: float | None, value: Any, reason: str, t0: float,

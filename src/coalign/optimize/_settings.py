@@ -1,10 +1,11 @@
-"""What a loop run is told: its budget, gate, proposer, targets and cost trade-offs."""
+"""What a loop run is told: its budget, gate, proposer, targets and cost trade-offs, and which
+train inputs each step uses."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from coalign.optimize._gate import Gate
 
@@ -31,3 +32,14 @@ class LoopSettings:
     min_alignment: float = 0.5
     min_alignment_pairs: int = 10
     seed: int = 0
+
+
+T = TypeVar("T")
+
+
+def window(items: Sequence[T], t: int, size: int) -> list[T]:
+    """Step ``t``'s ``size`` items (the search sample, the fresh adaptation inputs): consecutive
+    steps take consecutive windows of ``items``, wrapping around."""
+    n = min(size, len(items))
+    start = (t * n) % len(items) if items else 0
+    return [items[(start + i) % len(items)] for i in range(n)]
