@@ -124,7 +124,7 @@ def test_browser_renders_rows_and_runs_no_injected_script(tmp_path) -> None:
         "accepted", "rejected", "accepted", "rejected"]
     phases = [text.split()[0] for c, text in rows if c == "phase"]
     assert phases == ["lrf_train", "adapt", "validation", "local_search"]
-    assert ("total", "total 323.33 830") in rows
+    assert ("total", "total 323.33 830 52") in rows
     text = "".join(dom.text)
     # Shown to the reader as text, not parsed as markup (the run config is shown as JSON).
     for raw in (INJECT, DEMO["question"], ANSWER_INJECT, json.dumps(PWN + PWN_IMG)):
