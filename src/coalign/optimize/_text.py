@@ -55,6 +55,9 @@ def _content_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4}
 
 
+META_WORDS = _content_words(META)  # the meta prompt is fixed: its words once
+
+
 def clean_proposal(text: str, example: str, current: str = "", n: int = 6,
                    max_shared: int = 3) -> str | None:
     """The proposer's instruction, or ``None`` when it is not one. Small proposers copy the meta
@@ -69,7 +72,7 @@ def clean_proposal(text: str, example: str, current: str = "", n: int = 6,
     if _ngrams(text, n) & (_ngrams(META, n) | _ngrams(example, n)):
         return None
     shared = _content_words(text) & _content_words(example)
-    if len(shared - _content_words(META) - _content_words(current)) > max_shared:
+    if len(shared - META_WORDS - _content_words(current)) > max_shared:
         return None
     return text
 

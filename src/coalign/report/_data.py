@@ -207,10 +207,10 @@ def _costs(steps: Sequence[tuple[int, str, dict]],
     stage1 = store.get_meta("stage1_account")
     if isinstance(stage1, Mapping):  # killed after LRF training, before any step
         account = CostAccount.from_json(stage1)
-        phases = sorted(account.executed)
-        return (cost_rows({p: account.equivalent_runs(p) for p in phases},
-                          {p: account.total_usage(p).calls for p in phases},
-                          {p: account.total_usage(p).cache_hits for p in phases}),
+        usage = {p: account.total_usage(p) for p in sorted(account.executed)}
+        return (cost_rows({p: account.equivalent_runs(p) for p in usage},
+                          {p: u.calls for p, u in usage.items()},
+                          {p: u.cache_hits for p, u in usage.items()}),
                 "stage 1 only (no optimizer step recorded)")
     return (), "none"
 
