@@ -160,3 +160,11 @@ def test_a_ledger_recorded_before_cache_hits_shows_none(data) -> None:
     rows = cost_rows({"lrf_train": 120.0}, {"lrf_train": 360})
     assert rows[0].cache_hits is None
     assert dataclasses.replace(data, costs=rows).total_cache_hits is None
+
+
+def test_a_switch_with_its_siblings_reset_says_so() -> None:
+    rec = {"component": "answerer", "param": "model", "value": "qwen", "reset": ["prompt"],
+           "val_before": 0.5, "val_after": 0.6, "reason": "validation improved"}
+    row, older = step_rows([(0, "accepted", rec), (1, "rejected", {**rec, "reset": None})])
+    assert row.value == "qwen (prompt back at the starting value)"
+    assert older.value == "qwen"  # ledgers written before coupled switches have no reset

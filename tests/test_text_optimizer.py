@@ -2,7 +2,7 @@ import random
 from types import SimpleNamespace
 
 from coalign.optimize import LoopSettings
-from coalign.optimize._text import EDITS, TextOptimizer
+from coalign.optimize._text import EDITS, TextOptimizer, rollout_winners
 from coalign.params import TextValue
 from tests.fakes import FakeLM
 from tests.test_optimize_loop import make_optimizer
@@ -72,11 +72,11 @@ def test_rollout_winners_are_the_chosen_outputs_of_stored_pairs(tmp_path):
     opt = make_optimizer(tmp_path, FakeLM(lambda r: "good" if r.sample_index % 2 else "bad"),
                          iterations=0)
     opt.prepare()
-    winners = opt._winners("writer")
+    winners = rollout_winners(opt.store, "writer")
     assert winners and all(y == {"draft": "good"} for _, y in winners)
     assert len({x["q"] for x, _ in winners}) == len(winners)  # one per train input
     # the best output per input, over every pair it won
-    assert all(y == {"level": 3} for _, y in opt._winners("pick"))
+    assert all(y == {"level": 3} for _, y in rollout_winners(opt.store, "pick"))
 
 
 def test_proposals_that_copy_the_example_or_the_meta_prompt_are_dropped():

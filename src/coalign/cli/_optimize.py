@@ -35,9 +35,11 @@ DEMO = {"system": "multihop_qa", "data": "world",
 
 
 def _show_step(rec: StepRecord) -> None:
+    from coalign.report._data import reset_note
+
     mark = "[green]accept[/green]" if rec.accepted else "[dim]reject[/dim]"
     after = f"{rec.val_after:.3f}" if rec.val_after is not None else "  -  "
-    value = _shown(rec.value, limit=50)
+    value = _shown(rec.value, limit=50) + reset_note(rec.reset)
     console.print(f"step {rec.step:>2} {mark} {rec.component}.{rec.param} "
                   f"val {rec.val_before:.3f} -> {after} ({rec.seconds:.0f} s) {value}")
 

@@ -23,20 +23,15 @@ from coalign.costs import CostAccount
 from coalign.data._base import Example
 from coalign.errors import ConfigError
 from coalign.optimize._alignment import cross_validated_alignment
-from coalign.optimize._base import BaseLocalOptimizer, LocalContext
-from coalign.optimize._choice import (
-    POLICY,
-    ExpChoiceOptimizer,
-    RewardSelector,
-    cost_penalized,
-    option_scores,
-    per_instance_proposal,
-)
+from coalign.optimize._base import BaseLocalOptimizer
+from coalign.optimize._choice import POLICY, ExpChoiceOptimizer, RewardSelector
+from coalign.optimize._coupled import Variant, variant_key
 from coalign.optimize._ledger import Ledger
+from coalign.optimize._proposing import Proposing
 from coalign.optimize._settings import LoopSettings, window
 from coalign.optimize._text import TextOptimizer
 from coalign.optimize._weights import ReinforceWeightsOptimizer
-from coalign.pairs import canonical_json, to_jsonable
+from coalign.pairs import to_jsonable
 from coalign.rewards import LocalRewardModel, load_reward_model, save_reward_model
 from coalign.rollouts import RolloutSpec, collect_pairs
 from coalign.runtime import Runtime
@@ -56,6 +51,7 @@ class StepRecord:
     value: Any
     reason: str
     seconds: float
+    reset: tuple[str, ...] = ()  # sibling params put back at their starting values with it
 
 
 REJECTED = "validation did not improve"
@@ -67,7 +63,7 @@ def policy_suffix(policies: set[tuple[str, str]]) -> str:
     return "".join(sorted(f"|{c}.{p}" for c, p in policies))
 
 
-class Optimizer:
+class Optimizer(Proposing):
     def __init__(self, task: Task, train: Sequence[Example], val: Sequence[Example],
                  runtime: Runtime, store: RunStore, reward: LocalRewardModel,
                  settings: LoopSettings | None = None,
@@ -95,6 +91,8 @@ class Optimizer:
         self._ckpt: str | None = None  # current reward-model checkpoint, relative to run dir
         self._start: int | None = None  # first iteration to run; set by prepare()
         self._scored: list[tuple[Any, float]] = []  # this step's candidates, by local reward
+        self._variants: list[dict[str, Any]] = []  # a switch's variants, by local reward
+        self._inputs: tuple[tuple[int, str], list[dict[str, Any]]] | None = None  # memo
         # (component, param) -> values the gate rejected since the last accepted step
         self._rejected: dict[tuple[str, str], set[str]] = {}
 
@@ -112,7 +110,8 @@ class Optimizer:
     def history_so_far(self) -> list[StepRecord]:
         """Steps already in the ledger (from an earlier, interrupted run)."""
         return [StepRecord(t, r["component"], r["param"], st == "accepted", r["val_before"],
-                           r["val_after"], r["value"], r["reason"], r["seconds"])
+                           r["val_after"], r["value"], r["reason"], r["seconds"],
+                           tuple(r.get("reset", ())))
                 for t, st, r in self.store.steps()]
 
     def run(self, on_step: Callable[[StepRecord], None] | None = None) -> list[StepRecord]:
@@ -206,7 +205,7 @@ class Optimizer:
                 self._rejected = {}
             elif rec["reason"] in (REJECTED, REJECTED_EARLY):
                 self._rejected.setdefault((rec["component"], rec["param"]), set()).add(
-                    canonical_json(rec["value"]))
+                    variant_key(rec["value"], rec.get("reset", ())))
         if steps:
             last = steps[-1][2]
             self.config = SystemConfig.from_json(self.system, last["config"])
@@ -268,11 +267,13 @@ class Optimizer:
         if config.digest == self.config.digest and policies == self.policies:
             return self._record(t, component, param, False, before, None, value,
                                 "no change proposed", t0)
-        tried, key = (self._rejected.setdefault((component, param), set()),
-                      canonical_json(to_jsonable(value)))
-        if key in tried:  # e.g. a per-instance re-proposal
+        tried = self._rejected.setdefault((component, param), set())
+        picked = (self._couple(component, param, value, config, policies, t)
+                  if spec.kind == "choice" and value != POLICY else Variant(config))
+        if picked is None or variant_key(value, picked.reset) in tried:  # a re-proposal
             return self._record(t, component, param, False, before, None, value,
                                 "already rejected under this config", t0)
+        config, reset, key = picked.config, picked.reset, variant_key(value, picked.reset)
         new_traces = self._validate(component, config, policies)
         checked = [e for e in self.val if e.id in new_traces]
         new_scores = [new_traces[e.id].reward or 0.0 for e in checked]
@@ -295,7 +296,7 @@ class Optimizer:
         reason = ("validation improved" if accepted else REJECTED if complete
                   else REJECTED_EARLY)
         return self._record(t, component, param, accepted, before, after, value, reason, t0,
-                            checked=len(checked))
+                            checked=len(checked), reset=reset)
 
     def _aligned(self, component: str) -> bool:
         """Stage 1's cross-validated pairwise accuracy is above ``min_alignment``; a component
@@ -303,57 +304,6 @@ class Optimizer:
         measured = (self.store.get_meta("lrf_alignment") or {}).get(component)
         return (measured is None or measured["pairs"] < self.s.min_alignment_pairs
                 or measured["accuracy"] > self.s.min_alignment)
-
-    def _propose(self, component: str, param: str, kind: str, rng: random.Random,
-                 t: int) -> Any:
-        if kind not in self.optimizers:
-            raise ConfigError(f"no local optimizer for param kind {kind!r} "
-                              f"({component}.{param}); have {sorted(self.optimizers)}")
-        rt = self.runtime_for(self.policies)
-        inputs = self._search_inputs(component, rt, t)
-        ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
-                           rng, self.account, proposer=self.s.proposer,
-                           rejected=frozenset(self._rejected.get((component, param), ())),
-                           rollout_winners=self._winners(component) if kind == "text" else ())
-        value = self.optimizers[kind].propose(ctx)
-        self._scored = ctx.history
-        return value
-
-    def _search_inputs(self, component: str, rt: Runtime, t: int) -> list[dict[str, Any]]:
-        """The component's inputs x_k on step ``t``'s search sample under the current config.
-        The sample moves through the train split from step to step: a component drawn again
-        under an unchanged config would otherwise score the same inputs again (on HotpotQA the
-        answer writer's candidates tied with its prompt on one fixed sample six times). Stage 1
-        ran every train input under the starting config, so the prefixes come from the cache."""
-        traces = [self.system.run(e.id, e.inputs, self.config, rt)
-                  for e in window(self.train, t, self.s.search_size)]
-        self.account.add_traces("local_search", traces)
-        return [tr.step(component).inputs for tr in traces if not tr.step(component).skipped]
-
-    def _propose_per_instance(self, component: str, param: str, rng: random.Random,
-                              t: int) -> Any:
-        options = self.system.component(component).params[param].options
-        inputs = self._search_inputs(component, self.runtime_for(self.policies), t)
-        scores = cost_penalized(option_scores(self.reward, component, param, inputs, options),
-                                options, self.s.choice_costs.get((component, param)),
-                                self.s.cost_weight)
-        self._scored = list(zip(options, scores.mean(axis=0).tolist() if len(scores) else [],
-                                strict=False))
-        rejected = canonical_json(POLICY) in self._rejected.get((component, param), ())
-        return per_instance_proposal(scores, options, self.config[component][param],
-                                     (component, param) in self.policies, rng, self.s.tau,
-                                     policy_rejected=rejected)
-
-    def _winners(self, component: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """Per train input, the best output of ``component`` that won a stored rollout pair."""
-        best: dict[str, tuple[float, dict[str, Any], dict[str, Any]]] = {}
-        for p in self.store.pairs(component):
-            if p.is_tie or any(k.startswith("@") for k in p.chosen):  # choice-keyed outputs
-                continue
-            reward = max(p.reward_a, p.reward_b)
-            if p.example_id not in best or reward > best[p.example_id][0]:
-                best[p.example_id] = (reward, dict(p.inputs), dict(p.chosen))
-        return [(x, y) for _, x, y in best.values()]
 
     def _validate(self, component: str, config: SystemConfig,
                   policies: set[tuple[str, str]]) -> dict[str, Trace]:
@@ -382,11 +332,12 @@ class Optimizer:
 
     def _record(self, t: int, component: str, param: str, accepted: bool, before: float,
                 after: float | None, value: Any, reason: str, t0: float,
-                checked: int = 0) -> StepRecord:
+                checked: int = 0, reset: tuple[str, ...] = ()) -> StepRecord:
         rec = StepRecord(t, component, param, accepted, before, after, to_jsonable(value),
-                         reason, time.perf_counter() - t0)
+                         reason, time.perf_counter() - t0, reset)
         self.store.put_step(t, "accepted" if accepted else "rejected", {
             "component": component, "param": param, "value": rec.value, "reason": reason,
+            "reset": list(reset), "variants": self._variants,
             "val_before": before, "val_after": after, "val_checked": checked,
             "seconds": rec.seconds,
             "config": self.config.to_json(), "policies": sorted(self.policies),
@@ -395,5 +346,5 @@ class Optimizer:
             # what the local optimizer compared, best first: why it proposed what it did
             "candidates": [{"value": to_jsonable(v), "local_reward": r} for v, r in
                            sorted(self._scored, key=lambda vr: -vr[1])[:10]]})
-        self._scored = []
+        self._scored, self._variants = [], []
         return rec

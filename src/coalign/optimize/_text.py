@@ -185,3 +185,16 @@ class TextOptimizer(BaseLocalOptimizer):
                 demos[key] = {**shown, **out}
                 outputs.add(out_key)
         return tuple(demos.values())
+
+
+def rollout_winners(store: Any, component: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Per train input, the best output of ``component`` that won a stored rollout pair: a pool
+    of demonstrations (choice-keyed outputs name an option, not an output, and are skipped)."""
+    best: dict[str, tuple[float, dict[str, Any], dict[str, Any]]] = {}
+    for p in store.pairs(component):
+        if p.is_tie or any(k.startswith("@") for k in p.chosen):
+            continue
+        reward = max(p.reward_a, p.reward_b)
+        if p.example_id not in best or reward > best[p.example_id][0]:
+            best[p.example_id] = (reward, dict(p.inputs), dict(p.chosen))
+    return [(x, y) for _, x, y in best.values()]

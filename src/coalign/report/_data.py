@@ -141,13 +141,21 @@ def summarize_value(value: Any) -> str:
     return shorten(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
 
 
+def reset_note(reset: Any) -> str:
+    """How a step shows the sibling params it put back at their starting values (a switched
+    choice validated without the values tuned for the old option)."""
+    names = [str(n) for n in reset] if isinstance(reset, list | tuple) else []
+    return f" ({', '.join(names)} back at the starting value)" if names else ""
+
+
 def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def step_rows(steps: Sequence[tuple[int, str, dict]]) -> tuple[StepRow, ...]:
     return tuple(StepRow(step, state == "accepted", str(rec.get("component", "?")),
-                         str(rec.get("param", "?")), summarize_value(rec.get("value")),
+                         str(rec.get("param", "?")),
+                         summarize_value(rec.get("value")) + reset_note(rec.get("reset")),
                          _reason(rec), _float(rec.get("val_before")),
                          _float(rec.get("val_after")), _float(rec.get("seconds")),
                          _candidates(rec.get("candidates")))
