@@ -166,5 +166,9 @@ def test_a_switch_with_its_siblings_reset_says_so() -> None:
     rec = {"component": "answerer", "param": "model", "value": "qwen", "reset": ["prompt"],
            "val_before": 0.5, "val_after": 0.6, "reason": "validation improved"}
     row, older = step_rows([(0, "accepted", rec), (1, "rejected", {**rec, "reset": None})])
-    assert row.value == "qwen (prompt back at the starting value)"
+    assert row.value == "qwen (prompt back at the starting value)" and row.candidates == ()
+    scored = {**rec, "variants": [{"reset": [], "local_reward": 0.2},
+                                  {"reset": ["prompt"], "local_reward": 0.7}, {"reset": []}]}
+    assert step_rows([(0, "accepted", scored)])[0].candidates == (
+        ("qwen (as proposed)", 0.2), ("qwen (prompt back at the starting value)", 0.7))
     assert older.value == "qwen"  # ledgers written before coupled switches have no reset

@@ -158,7 +158,7 @@ def step_rows(steps: Sequence[tuple[int, str, dict]]) -> tuple[StepRow, ...]:
                          summarize_value(rec.get("value")) + reset_note(rec.get("reset")),
                          _reason(rec), _float(rec.get("val_before")),
                          _float(rec.get("val_after")), _float(rec.get("seconds")),
-                         _candidates(rec.get("candidates")))
+                         _candidates(rec.get("candidates")) + _variants(rec))
                  for step, state, rec in steps)
 
 
@@ -177,6 +177,18 @@ def _candidates(raw: Any) -> tuple[tuple[str, float], ...]:
         score = _float(c.get("local_reward")) if isinstance(c, Mapping) else None
         if score is not None:
             out.append((summarize_value(c.get("value")), score))
+    return tuple(out)
+
+
+def _variants(rec: dict) -> tuple[tuple[str, float], ...]:
+    """A switched choice's variants (as proposed / siblings reset), scored on the component's
+    outputs: listed after the options' own scores."""
+    out = []
+    for v in rec.get("variants") or []:
+        score = _float(v.get("local_reward")) if isinstance(v, Mapping) else None
+        if score is not None:
+            note = reset_note(v.get("reset")) or " (as proposed)"
+            out.append((summarize_value(rec.get("value")) + note, score))
     return tuple(out)
 
 
