@@ -26,9 +26,9 @@ from tests.fakes import FakeLM
 TUNED = TextValue("Answer. TUNED for the cheap model.")
 
 
-def system() -> System:
+def system(scope: str = "per_instance") -> System:
     gen = LLMComponent("gen", ["q"], "answer", "Answer.",
-                       model=Choice(["cheap", "strong"], "cheap", scope="per_instance"))
+                       model=Choice(["cheap", "strong"], "cheap", scope=scope))
     return System("sel", [gen], ["q"], "answer")
 
 
@@ -90,8 +90,9 @@ def strong(r) -> str:  # ... and hurts the strong one, which is best with the st
     return "wrong" if "TUNED" in r.messages[0].content else "best"
 
 
-def run_model_steps(tmp_path, answers: dict[str, float], wanted: int) -> tuple[Optimizer, list]:
-    task = Task(system(), lambda pred, ex: {"best": 1.0, "ok": 0.5}.get(pred, 0.0), "acc")
+def run_model_steps(tmp_path, answers: dict[str, float], wanted: int,
+                    scope: str = "per_instance", tau: float = 1.0) -> tuple[Optimizer, list]:
+    task = Task(system(scope), lambda pred, ex: {"best": 1.0, "ok": 0.5}.get(pred, 0.0), "acc")
     lms = {"cheap": CachedLM(FakeLM(cheap), tmp_path / "c.sqlite"),
            "strong": CachedLM(FakeLM(strong), tmp_path / "s.sqlite")}
     reward = Scripted(HashingBackbone(64), {"gen": "answers"})
@@ -99,7 +100,8 @@ def run_model_steps(tmp_path, answers: dict[str, float], wanted: int) -> tuple[O
     train = [Example(f"t{i}", {"q": f"train {i}"}, None) for i in range(6)]
     val = [Example(f"v{i}", {"q": f"val {i}"}, None) for i in range(4)]
     opt = Optimizer(task, train, val, Runtime(lms=lms), RunStore(tmp_path / "run"), reward,
-                    LoopSettings(iterations=30, search_size=3, fresh_inputs=2, rollout_n=2))
+                    LoopSettings(iterations=30, search_size=3, fresh_inputs=2, rollout_n=2,
+                                 tau=tau))
     opt.config = opt.config.with_value("gen", "prompt", TUNED)  # an earlier accepted prompt
     opt.prepare()
     assert opt.val_score == 0.5
@@ -143,3 +145,43 @@ def test_rejections_of_variants_survive_a_resume(tmp_path):
     again.prepare()
     assert again._rejected[("gen", "model")] == {variant_key("strong")}
     assert again.history_so_far()[-1].reset == ()
+
+
+def test_a_global_choice_scores_an_option_by_its_better_variant(tmp_path):
+    # under the tuned prompt the strong model looks worst ("wrong" vs "ok"); with the starting
+    # prompt it is best, so it is drawn (tau small) and validated with the prompt reset
+    opt, [step] = run_model_steps(tmp_path, Scripted.answers, 1, scope="global", tau=0.05)
+    assert step.value == "strong" and step.reset == ("prompt",) and step.accepted
+    rec = next(r for t, _, r in opt.store.steps() if t == step.step)
+    assert {c["value"]: c["local_reward"] for c in rec["candidates"]} == {"strong": 1.0,
+                                                                           "cheap": 0.5}
+    assert opt.val_score == 1.0
+
+
+class Ctx:
+    """What ``ExpChoiceOptimizer`` reads of a local context; rewards by (option, fresh)."""
+
+    def __init__(self, table, starting):
+        self.table, self.starting, self.current, self.history = table, starting, "cheap", []
+        self.task, self.component, self.param = Task(system("global"), None, "m"), "gen", "model"
+        self.rng, self.asked = __import__("random").Random(0), []
+
+    def mean_reward(self, option, fresh=False):
+        self.asked.append((option, fresh))
+        return self.table[option, fresh]
+
+    def was_rejected(self, option):
+        return False
+
+
+def test_choice_optimizer_asks_for_fresh_variants_only_of_other_options():
+    from coalign.optimize._choice import ExpChoiceOptimizer
+
+    table = {("cheap", False): 0.5, ("strong", False): 0.0, ("strong", True): 1.0}
+    ctx = Ctx(table, starting=object())
+    ExpChoiceOptimizer(tau=0.05).propose(ctx)
+    assert sorted(ctx.asked) == [("cheap", False), ("strong", False), ("strong", True)]
+    assert dict(ctx.history) == {"cheap": 0.5, "strong": 1.0}
+    plain = Ctx(table, starting=None)  # no tuned siblings: plain scores only
+    assert ExpChoiceOptimizer(tau=0.05).propose(plain) == "cheap"
+    assert ("strong", True) not in plain.asked

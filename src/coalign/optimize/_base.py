@@ -44,6 +44,9 @@ class LocalContext:
     rollout_winners: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]] = ()
     # canonical JSON of the values the gate rejected for this param under the current config
     rejected: frozenset[str] = frozenset()
+    # this config with the component's other tuned params back at their starting values (set
+    # for a choice whose siblings were tuned: see ``_coupled``); ``fresh=True`` scores under it
+    starting: SystemConfig | None = None
     _cache: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = field(
         default_factory=dict)
     _tokens: dict[str, float] = field(default_factory=dict)  # mean LLM tokens per search input
@@ -52,11 +55,15 @@ class LocalContext:
     def current(self) -> Any:
         return self.config[self.component][self.param]
 
-    def outputs_under(self, value: Any) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
-        """(x_k, y_k) for every search input, running the component alone under ``value``."""
-        key = canonical_json(to_jsonable(value))
+    def outputs_under(self, value: Any, fresh: bool = False
+                      ) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+        """(x_k, y_k) for every search input, running the component alone under ``value`` (with
+        ``fresh``, in the ``starting`` config)."""
+        fresh = fresh and self.starting is not None
+        key = ("fresh:" if fresh else "") + canonical_json(to_jsonable(value))
         if key not in self._cache:
-            cfg = self.config.with_value(self.component, self.param, value)
+            base = self.starting if fresh and self.starting is not None else self.config
+            cfg = base.with_value(self.component, self.param, value)
             steps: list[Step] = [
                 self.task.system.run_component(self.component, x, cfg, self.runtime,
                                                example_id=f"search{i}")
@@ -91,8 +98,8 @@ class LocalContext:
         self.outputs_under(value)
         return self._tokens[canonical_json(to_jsonable(value))]
 
-    def mean_reward(self, value: Any) -> float:
-        items = self.outputs_under(value)
+    def mean_reward(self, value: Any, fresh: bool = False) -> float:
+        items = self.outputs_under(value, fresh)
         if not items:
             return 0.0
         scores = self.reward.score_batch(self.component, items)

@@ -44,7 +44,10 @@ class ExpChoiceOptimizer(BaseLocalOptimizer):
 
     def propose(self, ctx: LocalContext) -> Any:
         options = ctx.task.system.component(ctx.component).params[ctx.param].options
-        scores = [ctx.mean_reward(o) for o in options]
+        # coupled params: another option is worth its better variant, as proposed or with the
+        # component's tuned params back at their starting values (the loop validates that one)
+        scores = [ctx.mean_reward(o) if o == ctx.current or ctx.starting is None
+                  else max(ctx.mean_reward(o), ctx.mean_reward(o, fresh=True)) for o in options]
         self.last_scores = dict(zip(options, scores, strict=True))
         ctx.history.extend(self.last_scores.items())
         # an option the gate already rejected under this config is not drawn again

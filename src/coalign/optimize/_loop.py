@@ -23,7 +23,7 @@ from coalign.costs import CostAccount
 from coalign.data._base import Example
 from coalign.errors import ConfigError
 from coalign.optimize._alignment import cross_validated_alignment
-from coalign.optimize._base import BaseLocalOptimizer
+from coalign.optimize._base import BaseLocalOptimizer, LocalContext
 from coalign.optimize._choice import POLICY, ExpChoiceOptimizer, RewardSelector
 from coalign.optimize._coupled import Variant, variant_key
 from coalign.optimize._ledger import Ledger
@@ -93,6 +93,7 @@ class Optimizer(Proposing):
         self._scored: list[tuple[Any, float]] = []  # this step's candidates, by local reward
         self._variants: list[dict[str, Any]] = []  # a switch's variants, by local reward
         self._inputs: tuple[tuple[int, str], list[dict[str, Any]]] | None = None  # memo
+        self._ctx: tuple[tuple[int, str, str], LocalContext] | None = None
         # (component, param) -> values the gate rejected since the last accepted step
         self._rejected: dict[tuple[str, str], set[str]] = {}
 

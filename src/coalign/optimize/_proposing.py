@@ -51,6 +51,7 @@ class Proposing:
     _scored: list[tuple[Any, float]]
     _variants: list[dict[str, Any]]
     _inputs: tuple[tuple[int, str], list[dict[str, Any]]] | None
+    _ctx: tuple[tuple[int, str, str], LocalContext] | None  # this step's local context
     runtime_for: Callable[[set[tuple[str, str]]], Runtime]
 
     def _propose(self, component: str, param: str, kind: str, rng: random.Random,
@@ -61,15 +62,17 @@ class Proposing:
         rt = self.runtime_for(self.policies)
         inputs = self._search_inputs(component, rt, t)
         rejected = frozenset(self._rejected.get((component, param), ()))
+        starting = None
         if kind == "choice":  # an option stays open while one of its variants is
             rejected = exhausted(self.system.component(component).params[param].options,
                                  self._siblings(component, param), rejected)
+            starting = self._starting(component, param)
         ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
                            rng, self.account, proposer=self.s.proposer, rejected=rejected,
                            rollout_winners=rollout_winners(self.store, component)
-                           if kind == "text" else ())
+                           if kind == "text" else (), starting=starting)
         value = self.optimizers[kind].propose(ctx)
-        self._scored = ctx.history
+        self._scored, self._ctx = ctx.history, ((t, component, param), ctx)
         return value
 
     def _search_inputs(self, component: str, rt: Runtime, t: int) -> list[dict[str, Any]]:
@@ -104,6 +107,12 @@ class Proposing:
     def _siblings(self, component: str, param: str) -> tuple[str, ...]:
         return tuned_siblings(self.config, self.system.default_config(), component, param)
 
+    def _starting(self, component: str, param: str) -> SystemConfig | None:
+        """The current config with ``param``'s tuned siblings at their starting values."""
+        siblings = self._siblings(component, param)
+        return (variants(self.config, self.system.default_config(), component, siblings)[-1]
+                .config if siblings else None)
+
     def _couple(self, component: str, param: str, value: Any, proposed: SystemConfig,
                 policies: set[tuple[str, str]], t: int) -> Variant | None:
         """The switch to ``value`` as proposed or with the component's tuned params back at
@@ -115,13 +124,13 @@ class Proposing:
                                 tried)
         if not options:
             return None
-        rt = self.runtime_for(policies)
-        inputs = self._search_inputs(component, self.runtime_for(self.policies), t)
-
-        def score(v: Variant) -> float:
-            return LocalContext(self.task, component, param, v.config, inputs, self.reward, rt,
-                                random.Random(0), self.account).mean_reward(value)
-
-        best, scored = best_variant(options, score)
+        if self._ctx is not None and self._ctx[0] == (t, component, param):
+            ctx = self._ctx[1]  # the choice optimizer's: its variants are scored already
+        else:  # a per-instance param set globally: run under the proposal's policies
+            ctx = LocalContext(self.task, component, param, self.config,
+                               self._search_inputs(component, self.runtime_for(self.policies), t),
+                               self.reward, self.runtime_for(policies), random.Random(0),
+                               self.account, starting=self._starting(component, param))
+        best, scored = best_variant(options, lambda v: ctx.mean_reward(value, bool(v.reset)))
         self._variants = [{"reset": list(v.reset), "local_reward": r} for v, r in scored]
         return best
