@@ -59,10 +59,9 @@ class LocalContext:
                       ) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
         """(x_k, y_k) for every search input, running the component alone under ``value`` (with
         ``fresh``, in the ``starting`` config)."""
-        fresh = fresh and self.starting is not None
-        key = ("fresh:" if fresh else "") + canonical_json(to_jsonable(value))
+        base = self.starting if fresh and self.starting is not None else self.config
+        key = ("fresh:" if base is not self.config else "") + canonical_json(to_jsonable(value))
         if key not in self._cache:
-            base = self.starting if fresh and self.starting is not None else self.config
             cfg = base.with_value(self.component, self.param, value)
             steps: list[Step] = [
                 self.task.system.run_component(self.component, x, cfg, self.runtime,

@@ -44,15 +44,20 @@ def tuned_siblings(config: SystemConfig, start: SystemConfig, component: str,
     return tuple(sorted(n for n in config[component] if n != param and not same(n)))
 
 
+def at_start(config: SystemConfig, start: SystemConfig, component: str,
+             names: Sequence[str]) -> SystemConfig:
+    """``config`` with the component's params ``names`` back at their starting values."""
+    for name in names:
+        config = config.with_value(component, name, start[component][name])
+    return config
+
+
 def variants(proposed: SystemConfig, start: SystemConfig, component: str,
              siblings: Sequence[str]) -> list[Variant]:
     """The proposal as is, then (when siblings were tuned) with them at their starting values."""
     out = [Variant(proposed)]
     if siblings:
-        fresh = proposed
-        for name in siblings:
-            fresh = fresh.with_value(component, name, start[component][name])
-        out.append(Variant(fresh, tuple(siblings)))
+        out.append(Variant(at_start(proposed, start, component, siblings), tuple(siblings)))
     return out
 
 

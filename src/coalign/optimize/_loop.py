@@ -271,10 +271,11 @@ class Optimizer(Proposing):
         tried = self._rejected.setdefault((component, param), set())
         picked = (self._couple(component, param, value, config, policies, t)
                   if spec.kind == "choice" and value != POLICY else Variant(config))
-        if picked is None or variant_key(value, picked.reset) in tried:  # a re-proposal
+        key = variant_key(value, picked.reset) if picked is not None else None
+        if picked is None or key in tried:  # a re-proposal
             return self._record(t, component, param, False, before, None, value,
                                 "already rejected under this config", t0)
-        config, reset, key = picked.config, picked.reset, variant_key(value, picked.reset)
+        config, reset = picked.config, picked.reset
         new_traces = self._validate(component, config, policies)
         checked = [e for e in self.val if e.id in new_traces]
         new_scores = [new_traces[e.id].reward or 0.0 for e in checked]

@@ -17,6 +17,7 @@ from coalign.optimize._base import BaseLocalOptimizer, LocalContext
 from coalign.optimize._choice import POLICY, cost_penalized, option_scores, per_instance_proposal
 from coalign.optimize._coupled import (
     Variant,
+    at_start,
     best_variant,
     exhausted,
     open_variants,
@@ -64,9 +65,10 @@ class Proposing:
         rejected = frozenset(self._rejected.get((component, param), ()))
         starting = None
         if kind == "choice":  # an option stays open while one of its variants is
+            start, siblings = self._siblings(component, param)
             rejected = exhausted(self.system.component(component).params[param].options,
-                                 self._siblings(component, param), rejected)
-            starting = self._starting(component, param)
+                                 siblings, rejected)
+            starting = at_start(self.config, start, component, siblings) if siblings else None
         ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
                            rng, self.account, proposer=self.s.proposer, rejected=rejected,
                            rollout_winners=rollout_winners(self.store, component)
@@ -104,24 +106,19 @@ class Proposing:
                                      (component, param) in self.policies, rng, self.s.tau,
                                      policy_rejected=rejected)
 
-    def _siblings(self, component: str, param: str) -> tuple[str, ...]:
-        return tuned_siblings(self.config, self.system.default_config(), component, param)
-
-    def _starting(self, component: str, param: str) -> SystemConfig | None:
-        """The current config with ``param``'s tuned siblings at their starting values."""
-        siblings = self._siblings(component, param)
-        return (variants(self.config, self.system.default_config(), component, siblings)[-1]
-                .config if siblings else None)
+    def _siblings(self, component: str, param: str) -> tuple[SystemConfig, tuple[str, ...]]:
+        """The starting config, and ``param``'s siblings that are off their starting values."""
+        start = self.system.default_config()
+        return start, tuned_siblings(self.config, start, component, param)
 
     def _couple(self, component: str, param: str, value: Any, proposed: SystemConfig,
                 policies: set[tuple[str, str]], t: int) -> Variant | None:
         """The switch to ``value`` as proposed or with the component's tuned params back at
         their starting values (see ``_coupled``): of the variants not yet rejected, the one
         whose outputs on the search sample the local reward ranks higher; None if none is left."""
-        tried = self._rejected.get((component, param), set())
-        options = open_variants(value, variants(proposed, self.system.default_config(),
-                                                component, self._siblings(component, param)),
-                                tried)
+        start, siblings = self._siblings(component, param)
+        options = open_variants(value, variants(proposed, start, component, siblings),
+                                self._rejected.get((component, param), set()))
         if not options:
             return None
         if self._ctx is not None and self._ctx[0] == (t, component, param):
@@ -130,7 +127,8 @@ class Proposing:
             ctx = LocalContext(self.task, component, param, self.config,
                                self._search_inputs(component, self.runtime_for(self.policies), t),
                                self.reward, self.runtime_for(policies), random.Random(0),
-                               self.account, starting=self._starting(component, param))
+                               self.account, starting=at_start(self.config, start, component,
+                                                               siblings) if siblings else None)
         best, scored = best_variant(options, lambda v: ctx.mean_reward(value, bool(v.reset)))
         self._variants = [{"reset": list(v.reset), "local_reward": r} for v, r in scored]
         return best
