@@ -117,3 +117,19 @@ def test_bad_choice_costs_are_refused_before_the_run_dir_is_written(tmp_path, co
     with pytest.raises(ConfigError, match=match):
         Job.open(cfg, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_run_dir_made_for_other_system_params_is_refused(tmp_path, monkeypatch):
+    # a system that gained a knob since the run dir was made keeps its name and config digest
+    from coalign.job import Job
+    from coalign.systems import SYSTEMS, multihop_qa
+
+    cfg = parse_run_config({"system": "multihop_qa", "data": "world",
+                            "split": {"train": 1, "val": 1, "test": 1}})
+    Job.open(cfg, tmp_path / "run")
+    two = ("query", "question")
+    monkeypatch.setitem(SYSTEMS, "multihop_qa", lambda m: multihop_qa(m, query_sources=two))
+    with pytest.raises(ConfigError, match="made for a 'multihop_qa' with other params"):
+        Job.open(cfg, tmp_path / "run")
+    monkeypatch.undo()
+    Job.open(cfg, tmp_path / "run")  # the same params reopen it

@@ -146,7 +146,16 @@ class Job:
         if existing is not None and existing != cfg.digest:
             raise ConfigError(f"run dir {run_dir} holds a different run config; use a new "
                               "--run-dir or the same config")
+        # the same config names a system whose params may have changed since (a new knob): its
+        # stored configs and ledger would not fit the new search space
+        space = {c.name: {p: spec.space() for p, spec in c.params.items()}
+                 for c in task.system.components}
+        known = store.get_meta("system_space")
+        if known is not None and known != space:
+            raise ConfigError(f"run dir {run_dir} was made for a {cfg.system!r} with other "
+                              "params; use a new --run-dir")
         with store.transaction():
+            store.set_meta("system_space", space)
             store.set_meta("run_config", cfg.model_dump())
             store.set_meta("run_config_digest", cfg.digest)
             store.set_meta("system", cfg.system)

@@ -1,4 +1,5 @@
-"""``Retriever``: BM25 over a per-example corpus field, with a tunable k."""
+"""``Retriever``: BM25 over a per-example corpus field, with a tunable k and, optionally, a
+choice of which input field is the search query."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coalign.component._base import Component
+from coalign.errors import ConfigError
 from coalign.params import Choice
 from coalign.runtime import RunContext
 
@@ -17,16 +19,27 @@ def passage_text(p: Any) -> str:
 
 
 class Retriever(Component):
-    """Ranks the passages in ``corpus_field`` against ``query_field`` and keeps the top k."""
+    """Ranks the passages in ``corpus_field`` against the query and keeps the top k.
 
-    def __init__(self, name: str, query_field: str, corpus_field: str, output: str = "passages",
-                 *, ks: Sequence[int] = (1, 3, 5, 10), default_k: int = 3,
-                 description: str = "", **kwargs: Any) -> None:
-        super().__init__(name, (query_field, corpus_field), (output,),
-                         params={"k": Choice(list(ks), default_k, description="passages kept")},
-                         description=description or f"BM25 top-k passages for the {query_field}",
+    ``query_field`` names the input searched with; several names make that a ``query`` choice
+    (default: the first), e.g. an LLM-rewritten query or the question as the user asked it.
+    """
+
+    def __init__(self, name: str, query_field: str | Sequence[str], corpus_field: str,
+                 output: str = "passages", *, ks: Sequence[int] = (1, 3, 5, 10),
+                 default_k: int = 3, description: str = "", **kwargs: Any) -> None:
+        fields = (query_field,) if isinstance(query_field, str) else tuple(query_field)
+        if not fields or len(set(fields)) != len(fields) or corpus_field in fields:
+            raise ConfigError(f"retriever {name!r}: query fields {list(fields)} must be distinct, "
+                              f"non-empty and differ from the corpus field {corpus_field!r}")
+        params: dict[str, Choice] = {"k": Choice(list(ks), default_k, description="passages kept")}
+        if len(fields) > 1:
+            params["query"] = Choice(list(fields), fields[0],
+                                     description="input field used as the search query")
+        super().__init__(name, (*fields, corpus_field), (output,), params=params,
+                         description=description or f"BM25 top-k passages for the {fields[0]}",
                          **kwargs)
-        self.query_field = query_field
+        self.query_fields = fields
         self.corpus_field = corpus_field
         self.output = output
 
@@ -36,8 +49,10 @@ class Retriever(Component):
 
         corpus = list(inputs[self.corpus_field] or [])
         k = self.param_value(config, "k", inputs, ctx)
+        field = (self.param_value(config, "query", inputs, ctx) if len(self.query_fields) > 1
+                 else self.query_fields[0])
         if not corpus:
             return {self.output: []}
         index = BM25Index([passage_text(p) for p in corpus])
-        top = index.search(str(inputs[self.query_field] or ""), k)
+        top = index.search(str(inputs[field] or ""), k)
         return {self.output: [corpus[i] for i in top]}
