@@ -161,8 +161,9 @@ def test_a_global_choice_scores_an_option_by_its_better_variant(tmp_path):
 class Ctx:
     """What ``ExpChoiceOptimizer`` reads of a local context; rewards by (option, fresh)."""
 
-    def __init__(self, table, starting):
+    def __init__(self, table, starting, rejected=()):
         self.table, self.starting, self.current, self.history = table, starting, "cheap", []
+        self.rejected = set(rejected)  # (option, fresh) variants the gate turned down
         self.task, self.component, self.param = Task(system("global"), None, "m"), "gen", "model"
         self.rng, self.asked = __import__("random").Random(0), []
 
@@ -172,6 +173,9 @@ class Ctx:
 
     def was_rejected(self, option):
         return False
+
+    def variant_open(self, option, fresh):
+        return (option, fresh) not in self.rejected
 
 
 def test_choice_optimizer_asks_for_fresh_variants_only_of_other_options():
@@ -185,3 +189,24 @@ def test_choice_optimizer_asks_for_fresh_variants_only_of_other_options():
     plain = Ctx(table, starting=None)  # no tuned siblings: plain scores only
     assert ExpChoiceOptimizer(tau=0.05).propose(plain) == "cheap"
     assert ("strong", True) not in plain.asked
+
+
+def test_a_rejected_variant_no_longer_speaks_for_its_option():
+    from coalign.optimize._choice import ExpChoiceOptimizer
+
+    table = {("cheap", False): 0.5, ("strong", False): 1.0, ("strong", True): 0.2}
+    ctx = Ctx(table, starting=object(), rejected={("strong", False)})
+    ExpChoiceOptimizer(tau=0.05).propose(ctx)
+    assert dict(ctx.history) == {"cheap": 0.5, "strong": 0.2}  # the open, reset variant's
+
+
+def test_the_loop_tells_the_choice_optimizer_which_variants_were_rejected():
+    from coalign.optimize import LocalContext
+    from coalign.optimize._coupled import variant_key
+
+    task = Task(system("global"), None, "m")
+    ctx = LocalContext(task, "gen", "model", task.system.default_config(), [], None, None,
+                       None, None, rejected_variants=frozenset({variant_key("strong")}),
+                       reset_names=("prompt",))
+    assert not ctx.variant_open("strong", False) and ctx.variant_open("strong", True)
+    assert ctx.variant_open("cheap", False)

@@ -17,6 +17,7 @@ from typing import Any
 
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
+from coalign.optimize._coupled import variant_key
 from coalign.pairs import canonical_json, to_jsonable
 from coalign.params import Text
 from coalign.rewards import RewardModel
@@ -47,6 +48,10 @@ class LocalContext:
     # this config with the component's other tuned params back at their starting values (set
     # for a choice whose siblings were tuned: see ``_coupled``); ``fresh=True`` scores under it
     starting: SystemConfig | None = None
+    # a choice's rejected variants under this config (``_coupled.variant_key``) and the params
+    # its fresh variant resets: a rejected variant no longer speaks for its option
+    rejected_variants: frozenset[str] = frozenset()
+    reset_names: tuple[str, ...] = ()
     _cache: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = field(
         default_factory=dict)
     _tokens: dict[str, float] = field(default_factory=dict)  # mean LLM tokens per search input
@@ -71,6 +76,11 @@ class LocalContext:
             self._cache[key] = [(s.inputs, s.outputs) for s in steps]
             self._tokens[key] = (sum(s.usage.tokens for s in steps) / len(steps)) if steps else 0.0
         return self._cache[key]
+
+    def variant_open(self, value: Any, fresh: bool) -> bool:
+        """The gate has not rejected ``value`` as proposed (or, ``fresh``, with the component's
+        tuned params reset) under this config."""
+        return variant_key(value, self.reset_names if fresh else ()) not in self.rejected_variants
 
     def was_rejected(self, value: Any) -> bool:
         """The gate rejected ``value`` under this config, or (for text) a value with the same

@@ -47,7 +47,7 @@ class ExpChoiceOptimizer(BaseLocalOptimizer):
         # coupled params: another option is worth its better variant, as proposed or with the
         # component's tuned params back at their starting values (the loop validates that one)
         scores = [ctx.mean_reward(o) if o == ctx.current or ctx.starting is None
-                  else max(ctx.mean_reward(o), ctx.mean_reward(o, fresh=True)) for o in options]
+                  else self._variants_score(ctx, o) for o in options]
         self.last_scores = dict(zip(options, scores, strict=True))
         ctx.history.extend(self.last_scores.items())
         # an option the gate already rejected under this config is not drawn again
@@ -56,6 +56,13 @@ class ExpChoiceOptimizer(BaseLocalOptimizer):
         if not any(weights):
             return ctx.current
         return ctx.rng.choices(options, weights=weights)[0]
+
+    @staticmethod
+    def _variants_score(ctx: LocalContext, option: Any) -> float:
+        """The better of the option's variants still open (both when neither is: its weight is
+        zeroed as exhausted anyway)."""
+        kinds = [f for f in (False, True) if ctx.variant_open(option, f)] or [False, True]
+        return max(ctx.mean_reward(option, fresh=f) for f in kinds)
 
 
 class RewardSelector:

@@ -62,17 +62,18 @@ class Proposing:
                               f"({component}.{param}); have {sorted(self.optimizers)}")
         rt = self.runtime_for(self.policies)
         inputs = self._search_inputs(component, rt, t)
-        rejected = frozenset(self._rejected.get((component, param), ()))
-        starting = None
+        rejected = variants = frozenset(self._rejected.get((component, param), ()))
+        starting, siblings = None, ()
         if kind == "choice":  # an option stays open while one of its variants is
             start, siblings = self._siblings(component, param)
             rejected = exhausted(self.system.component(component).params[param].options,
-                                 siblings, rejected)
+                                 siblings, variants)
             starting = at_start(self.config, start, component, siblings) if siblings else None
         ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
                            rng, self.account, proposer=self.s.proposer, rejected=rejected,
                            rollout_winners=rollout_winners(self.store, component)
-                           if kind == "text" else (), starting=starting)
+                           if kind == "text" else (), starting=starting,
+                           rejected_variants=variants, reset_names=tuple(siblings))
         value = self.optimizers[kind].propose(ctx)
         self._scored, self._ctx = ctx.history, ((t, component, param), ctx)
         return value
