@@ -4,7 +4,8 @@ Gold-paragraph recall of BM25's top k for both query sources needs no model: the
 queries come from the unoptimized traces a ``compare.py`` run stored. ``--f1`` also runs the
 system with the retriever searching the question (``multihop_qa(query_sources=...)``) on the
 validation and test splits, reusing a copy of the run dir's response cache, and reports the
-paired F1 difference to the stored unoptimized traces.
+paired F1 difference to the stored unoptimized traces, also split by whether the question found
+more, as many or fewer gold paragraphs than the query.
 
     PYTHONPATH=src python benchmarks/query_source.py --run-dir runs/compare/full/multihop_qa-... \
         [--quick] [--f1] [--json out.json]
@@ -55,6 +56,24 @@ def recall(examples, queries: dict[str, str]) -> dict:
     return out
 
 
+def by_gold(examples, old_traces, new_traces) -> dict:
+    """F1 change grouped by whether the question's search found more, as many or fewer gold
+    paragraphs than the query's (questions with the very same passages left out)."""
+    groups: dict = {}
+    for e, old, new in zip(examples, old_traces, new_traces, strict=True):
+        gold = set(e.meta["supporting_titles"])
+        titles = [[p["title"] for p in t.step("retriever").outputs["passages"]]
+                  for t in (old, new)]
+        if titles[0] == titles[1]:
+            continue
+        found = [len(gold & set(t)) for t in titles]
+        key = "more" if found[1] > found[0] else "fewer" if found[1] < found[0] else "as many"
+        groups.setdefault(key, []).append((new.reward or 0.0) - (old.reward or 0.0))
+    return {k: {"questions": len(v), "mean_diff": sum(v) / len(v),
+                "up": sum(x > 0 for x in v), "down": sum(x < 0 for x in v)}
+            for k, v in groups.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run-dir", type=Path, required=True,
@@ -98,11 +117,16 @@ def main() -> None:
                 res = evaluate(task, part, asked, runtime, None, tag=tag)
                 old = [stored[tag][e.id].reward or 0.0 for e in part]
                 d = diff(res.scores, old, cfg.seed)
+                groups = by_gold(part, [stored[tag][e.id] for e in part], res.traces)
                 result[f"f1_{tag}"] = {"query": sum(old) / len(old), "question": res.mean_reward,
-                                       "diff": d, "wall_s": time.perf_counter() - t0}
+                                       "diff": d, "by_gold": groups,
+                                       "wall_s": time.perf_counter() - t0}
                 print(f"F1 {tag}: query {sum(old) / len(old):.3f}  question "
                       f"{res.mean_reward:.3f}  diff {d['mean']:+.3f} "
                       f"[{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] P {d['p_better']:.2f}")
+                for key, g in groups.items():
+                    print(f"  {key} gold paragraphs: {g['questions']} questions, F1 "
+                          f"{g['mean_diff']:+.3f} ({g['up']} up, {g['down']} down)")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 
