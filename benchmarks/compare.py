@@ -96,10 +96,12 @@ def run_system(name: str, quick: bool, seed: int, run_dir: Path, use_dspy: bool 
 
     out["random_search"] = finished(job.store, "random_search", lambda: baseline_row(
         lambda: random_search(job.task, job.val, rt, budget, seed=seed,
-                              components=cfg.components)))
+                              components=cfg.components,
+                              on_trial=progress(job.store, "random_search", budget))))
     out["reinforce"] = finished(job.store, "reinforce", lambda: baseline_row(
         lambda: reinforce_search(job.task, job.train, job.val, rt, budget, seed=seed,
-                                 components=cfg.components)))
+                                 components=cfg.components,
+                                 on_trial=progress(job.store, "reinforce", budget))))
     if use_dspy:
         out.update(dspy_rows(job.task, (job.train, job.val, job.test), opt.runtime_for(set()),
                              job.store, base, budget, seed, dspy_proposer(job)))
@@ -137,6 +139,24 @@ def finished(store, method: str, run) -> dict:
     return row
 
 
+def progress(store, method: str, budget: float):
+    """An ``on_trial`` callback that keeps a running baseline's progress in the run store, for
+    ``--status`` (a resumed baseline counts again from its replayed trials)."""
+    state: dict = {"trials": 0, "budget_runs": budget}
+
+    def on_trial(label: str, score: float, equiv_runs: float) -> None:
+        state.update(trials=state["trials"] + 1, last=label, last_score=score,
+                     best_score=max(score, state.get("best_score", score)),
+                     equiv_runs=equiv_runs)
+        store.set_meta(f"progress:{method}", state)
+    return on_trial
+
+
+def progress_line(method: str, p: dict) -> str:
+    return (f"  {method} running: {p['trials']} trials, best score {p['best_score']:.3f}, "
+            f"{p['equiv_runs']:.0f}/{p['budget_runs']:.0f} equiv runs")
+
+
 def row_line(method: str, row: dict) -> str:
     return (f"{method} test {row['test_metric']:.3f}, {row['equiv_runs']:.1f} equiv runs, "
             f"{row['llm_calls']} LLM requests, {row['wall_s']:.0f} s"
@@ -160,6 +180,10 @@ def status(args: argparse.Namespace, run_dir: Path) -> None:
             rows = {m: r for m in METHODS if (r := store.get_meta(f"compare:{m}")) is not None}
             for method, row in rows.items():
                 print(f"  {row_line(method, row)}")
+            for method in METHODS:
+                p = store.get_meta(f"progress:{method}")
+                if method not in rows and p is not None:
+                    print(progress_line(method, p))
             for method, row in rows.items():  # the comparison that matters, as soon as it exists
                 if method != "coalign" and "scores" in row and "scores" in rows["coalign"]:
                     print(versus_line(method, diff(rows["coalign"]["scores"], row["scores"],

@@ -44,3 +44,15 @@ def test_baselines_search_a_per_instance_choice_as_a_global_option():
     assert grid_search(task, VAL, Runtime(), budget_runs=100).best["pick"]["m"] == 3
     res = random_search(task, VAL, Runtime(), budget_runs=40, seed=0)
     assert res.best_score == 3.0 and res.best["pick"]["m"] == 3
+
+
+def test_every_scored_config_is_reported_as_it_finishes():
+    seen = []
+    res = random_search(grid_task(), VAL, Runtime(), budget_runs=40, seed=3,
+                        on_trial=lambda *a: seen.append(a))
+    assert [(d, s) for d, s, _ in seen] == res.tried
+    assert [e for _, _, e in seen] == [4.0 * i for i in range(1, 11)]  # equiv runs so far
+    seen.clear()
+    res = grid_search(grid_task(), VAL, Runtime(), budget_runs=9,
+                      on_trial=lambda *a: seen.append(a))
+    assert [(d, s) for d, s, _ in seen] == res.tried

@@ -57,3 +57,20 @@ def test_coalign_gets_a_paired_difference_to_every_method_with_scores():
     lo, hi = versus["random_search"]["ci95"]
     assert lo < 0 < hi and 0 < versus["random_search"]["p_better"] < 1
     assert "diff_vs_unoptimized" not in out["dspy_mipro"]
+
+
+def test_status_shows_a_running_baseline_from_its_progress(tmp_path, capsys):
+    compare = load_compare()
+    cfg = compare.run_config("pubmedqa_select", False, 0)
+    store = RunStore(compare.system_dir(tmp_path, "pubmedqa_select", 0, cfg))
+    store.set_meta("compare:coalign", {"test_metric": 0.6, "equiv_runs": 834.0,
+                                       "llm_calls": 1668, "wall_s": 5873.0, "scores": [1.0]})
+    on_trial = compare.progress(store, "random_search", 834.0)
+    on_trial("d0", 0.07, 100.0)
+    on_trial("d1", 0.62, 200.0)
+    on_trial("d2", 0.41, 300.0)
+    store.close()
+    args = argparse.Namespace(systems=["pubmedqa_select"], seeds=[0], quick=False)
+    compare.status(args, tmp_path)
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "  random_search running: 3 trials, best score 0.620, 300/834 equiv runs"

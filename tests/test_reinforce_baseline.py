@@ -94,3 +94,13 @@ def test_reinforce_search_learns_a_per_instance_choice_as_a_global_option():
     task = Task(System("p", [pick], ["q"], "u"), lambda p, e: float(p), "u")
     res = reinforce_search(task, TRAIN, VAL, Runtime(), budget_runs=120, seed=0, batch_size=2)
     assert res.best["pick"]["m"] == 3 and res.probs["pick.m"][1] > 0.5
+
+
+def test_reinforce_reports_each_update_and_the_final_scoring():
+    seen = []
+    res = reinforce_search(choice_task(), TRAIN, VAL, Runtime(), budget_runs=60, seed=0,
+                           batch_size=2, on_trial=lambda *a: seen.append(a))
+    updates = [a for a in seen if a[0].startswith("update ")]
+    assert [s for _, s, _ in updates] == res.curve
+    assert [(d, s) for d, s, _ in seen[len(updates):]] == res.tried
+    assert all(a[2] <= b[2] for a, b in zip(seen, seen[1:]))  # equiv runs only grow

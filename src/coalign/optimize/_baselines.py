@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,12 @@ class SearchResult:
     def equiv_runs(self) -> float:
         return self.account.equivalent_runs() if self.account else 0.0
 
+    def consider(self, config: SystemConfig, score: float) -> None:
+        """Record a scored configuration; keep it if it beats the best so far."""
+        self.tried.append((config.digest, score))
+        if score > self.best_score:
+            self.best, self.best_score = config, score
+
 
 def _score(task: Task, config: SystemConfig, val: Sequence[Example], runtime: Runtime,
            account: CostAccount) -> float:
@@ -55,31 +61,43 @@ def _random_value(spec: Any, current: Any, rng: random.Random) -> Any:
     return current
 
 
+# called after each scored configuration or policy update: (label, score, equivalent runs so
+# far); a long baseline run can show its progress (e.g. ``compare.py --status``)
+OnTrial = Callable[[str, float, float], None]
+
+
+def _trial(task: Task, config: SystemConfig, val: Sequence[Example], runtime: Runtime,
+           account: CostAccount, result: SearchResult, on_trial: OnTrial | None) -> None:
+    """Score ``config`` on ``val`` (charged to ``account``) into ``result``."""
+    score = _score(task, config, val, runtime, account)
+    result.consider(config, score)
+    if on_trial is not None:
+        on_trial(config.digest, score, account.equivalent_runs())
+
+
 def random_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_runs: float, *,
-                  seed: int = 0, components: Sequence[str] | None = None) -> SearchResult:
+                  seed: int = 0, components: Sequence[str] | None = None,
+                  on_trial: OnTrial | None = None) -> SearchResult:
     """Random joint configurations within ``budget_runs`` (the default config counts too)."""
     rng = random.Random(f"random-search:{seed}")
     system = task.system
     account = CostAccount([c.name for c in system.components])
     names = components or [c.name for c in system.components if c.params]
-    best = system.default_config()
-    best_score = _score(task, best, val, runtime, account)
-    result = SearchResult(best, best_score, [(best.digest, best_score)], account)
+    result = SearchResult(system.default_config(), float("-inf"), [], account)
+    _trial(task, system.default_config(), val, runtime, account, result, on_trial)
     while account.equivalent_runs() + len(val) <= budget_runs:
         config = system.default_config()
         for comp in names:
             for pname, spec in system.component(comp).params.items():
                 config = config.with_value(comp, pname,
                                            _random_value(spec, config[comp][pname], rng))
-        score = _score(task, config, val, runtime, account)
-        result.tried.append((config.digest, score))
-        if score > result.best_score:
-            result.best, result.best_score = config, score
+        _trial(task, config, val, runtime, account, result, on_trial)
     return result
 
 
 def grid_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_runs: float,
-                components: Sequence[str] | None = None) -> SearchResult:
+                components: Sequence[str] | None = None,
+                on_trial: OnTrial | None = None) -> SearchResult:
     """Every combination of the ``Choice`` params, in order, within ``budget_runs``."""
     system = task.system
     account = CostAccount([c.name for c in system.components])
@@ -94,8 +112,5 @@ def grid_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_run
         config = system.default_config()
         for (comp, pname, _), value in zip(axes, combo, strict=True):
             config = config.with_value(comp, pname, value)
-        score = _score(task, config, val, runtime, account)
-        result.tried.append((config.digest, score))
-        if score > result.best_score:
-            result.best, result.best_score = config, score
+        _trial(task, config, val, runtime, account, result, on_trial)
     return result

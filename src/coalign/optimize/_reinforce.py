@@ -29,7 +29,7 @@ from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.data._base import Example
 from coalign.errors import ConfigError
-from coalign.optimize._baselines import SearchResult, _score
+from coalign.optimize._baselines import OnTrial, SearchResult, _trial
 from coalign.optimize._choice import softmax
 from coalign.optimize._text import EDITS
 from coalign.optimize._weights import policy_of, policy_step, snapshot
@@ -150,7 +150,8 @@ def reinforce_search(task: Task, train: Sequence[Example], val: Sequence[Example
                      runtime: Runtime, budget_runs: float, *, seed: int = 0,
                      components: Sequence[str] | None = None, batch_size: int = 4,
                      lr: float = 0.2, weights_lr: float = 0.05, temperature: float = 1.0,
-                     max_grad_norm: float = 1.0) -> ReinforceResult:
+                     max_grad_norm: float = 1.0,
+                     on_trial: OnTrial | None = None) -> ReinforceResult:
     """Train the joint policy on ``train`` minibatches, then score its mode on ``val``.
 
     Training stops when one more minibatch plus the final validation would exceed
@@ -182,6 +183,9 @@ def reinforce_search(task: Task, train: Sequence[Example], val: Sequence[Example
             account.add_traces("baseline_search", traces)
             rewards = [t.reward or 0.0 for t in traces]
             result.curve.append(float(np.mean(rewards)))
+            if on_trial is not None:
+                on_trial(f"update {len(result.curve)}", result.curve[-1],
+                         account.equivalent_runs())
             advantage = float(config_base.advantages([result.curve[-1]])[0])
             for cat, i in zip(cats, picks, strict=True):
                 cat.update(i, advantage, lr)
@@ -194,10 +198,7 @@ def reinforce_search(task: Task, train: Sequence[Example], val: Sequence[Example
         if account.equivalent_runs() + len(val) > budget_runs or \
                 any(d == config.digest for d, _ in result.tried):
             continue
-        score = _score(task, config, val, runtime, account)
-        result.tried.append((config.digest, score))
-        if score > result.best_score:
-            result.best, result.best_score = config, score
+        _trial(task, config, val, runtime, account, result, on_trial)
     return result
 
 
