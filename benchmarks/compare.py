@@ -142,18 +142,23 @@ def finished(store, method: str, run) -> dict:
 def progress(store, method: str, budget: float):
     """An ``on_trial`` callback that keeps a running baseline's progress in the run store, for
     ``--status`` (a resumed baseline counts again from its replayed trials)."""
-    state: dict = {"trials": 0, "budget_runs": budget}
+    state: dict = {"configs": 0, "updates": 0, "best_val": None, "budget_runs": budget}
 
     def on_trial(label: str, score: float, equiv_runs: float) -> None:
-        state.update(trials=state["trials"] + 1, last=label, last_score=score,
-                     best_score=max(score, state.get("best_score", score)),
-                     equiv_runs=equiv_runs)
+        if label.startswith("update "):  # a REINFORCE minibatch: a train score, not a val one
+            state["updates"] += 1
+        else:
+            state["configs"] += 1
+            state["best_val"] = max(score, state["best_val"] if state["configs"] > 1 else score)
+        state["equiv_runs"] = equiv_runs
         store.set_meta(f"progress:{method}", state)
     return on_trial
 
 
 def progress_line(method: str, p: dict) -> str:
-    return (f"  {method} running: {p['trials']} trials, best score {p['best_score']:.3f}, "
+    best = f" (best val {p['best_val']:.3f})" if p["configs"] else ""
+    updates = f"{p['updates']} policy updates, " if p["updates"] else ""
+    return (f"  {method} running: {updates}{p['configs']} configs scored{best}, "
             f"{p['equiv_runs']:.0f}/{p['budget_runs']:.0f} equiv runs")
 
 

@@ -69,8 +69,13 @@ def test_status_shows_a_running_baseline_from_its_progress(tmp_path, capsys):
     on_trial("d0", 0.07, 100.0)
     on_trial("d1", 0.62, 200.0)
     on_trial("d2", 0.41, 300.0)
+    policy = compare.progress(store, "reinforce", 834.0)
+    policy("update 1", 0.9, 4.0)  # a minibatch's train score is no validation score
+    policy("update 2", 0.95, 8.0)
     store.close()
     args = argparse.Namespace(systems=["pubmedqa_select"], seeds=[0], quick=False)
     compare.status(args, tmp_path)
     out = capsys.readouterr().out.splitlines()
-    assert out[-1] == "  random_search running: 3 trials, best score 0.620, 300/834 equiv runs"
+    assert out[-2:] == [
+        "  random_search running: 3 configs scored (best val 0.620), 300/834 equiv runs",
+        "  reinforce running: 2 policy updates, 0 configs scored, 8/834 equiv runs"]
