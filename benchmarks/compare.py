@@ -19,11 +19,13 @@ import json
 import time
 from pathlib import Path
 
+from coalign.data import split as split_examples
 from coalign.job import Job, RunConfig, parse_run_config
 from coalign.optimize import paired_bootstrap, reinforce_search
 from coalign.optimize._baselines import random_search
-from coalign.runner import evaluate
+from coalign.runner import evaluate, load_dataset
 from coalign.store import RunStore
+from coalign.systems import SYSTEMS as SYSTEM_FACTORIES
 
 SYSTEMS = {"multihop_qa": "hotpotqa", "pubmedqa_select": "pubmedqa"}
 # --quick tunes only each system's last LLM step: its rollouts need no downstream LLM call
@@ -168,9 +170,27 @@ def row_line(method: str, row: dict) -> str:
             + (" (since a resume)" if row.get("resumed") else ""))
 
 
-def status(args: argparse.Namespace, run_dir: Path) -> None:
-    """What each system's run dir holds so far: the loop's progress and the finished rows."""
+def unoptimized_row(store: RunStore, name: str, cfg: RunConfig) -> dict | None:
+    """The unoptimized system's row from its stored test traces (None until all are in)."""
+    s = cfg.split
+    examples = load_dataset(cfg.data, s.train + s.val + s.test, cfg.seed)
+    test = split_examples(examples, [s.train, s.val, s.test], seed=s.seed)[2]
+    digest = SYSTEM_FACTORIES[name](cfg.model).system.default_config().digest
+    traces = [store.get_trace("test", e.id, digest) for e in test]
+    if any(t is None for t in traces):
+        return None
+    scores = [t.reward or 0.0 for t in traces if t is not None]
+    return {"test_metric": sum(scores) / len(scores), "equiv_runs": 0.0, "llm_calls": 0,
+            "wall_s": 0.0, "scores": scores}
+
+
+def status(args: argparse.Namespace, run_dir: Path) -> dict:
+    """What each system's run dir holds so far: the loop's progress and the finished rows,
+    printed and returned in ``--json``'s shape (a method averaged over the seeds that have it;
+    ``complete`` says whether every method of every seed has finished)."""
+    results: dict = {"systems": {}, "complete": {}}
     for name in args.systems:
+        per_seed = []
         for seed in args.seeds:
             cfg = run_config(name, args.quick, seed)
             where = system_dir(run_dir, name, seed, cfg)
@@ -193,7 +213,26 @@ def status(args: argparse.Namespace, run_dir: Path) -> None:
                 if method != "coalign" and "scores" in row and "scores" in rows["coalign"]:
                     print(versus_line(method, diff(rows["coalign"]["scores"], row["scores"],
                                                    seed)))
+            base = unoptimized_row(store, name, cfg)
             store.close()
+            if base is not None and "coalign" in rows:
+                per_seed.append(with_differences({"unoptimized": base, **rows}, seed))
+        results["systems"][name] = merge_seeds(per_seed)
+        wanted = METHODS if getattr(args, "dspy", HAS_DSPY) else METHODS[:3]
+        results["complete"][name] = len(per_seed) == len(args.seeds) and all(
+            m in rows for rows in per_seed for m in wanted)
+    return results
+
+
+def merge_seeds(per_seed: list[dict]) -> dict:
+    """Each method's figures averaged over the seeds that have its row; the rows are kept."""
+    merged = {}
+    for method in dict.fromkeys(m for rows in per_seed for m in rows):
+        rows = [r[method] for r in per_seed if method in r]
+        merged[method] = {k: sum(r[k] for r in rows) / len(rows)
+                          for k in ("test_metric", "equiv_runs", "llm_calls", "wall_s")}
+        merged[method]["per_seed"] = rows
+    return merged
 
 
 def versus_line(method: str, d: dict) -> str:
@@ -270,7 +309,9 @@ def main() -> None:
     args = parser.parse_args()
     run_dir = args.run_dir / ("quick" if args.quick else "full")
     if args.status:
-        status(args, run_dir)
+        found = status(args, run_dir)
+        if args.json:  # the rows finished so far, in the same shape
+            args.json.write_text(json.dumps(found, indent=2))
         return
     if args.dspy and not HAS_DSPY:
         parser.error("--dspy needs the benchmark extra: pip install 'coalign[bench]'")
@@ -278,12 +319,7 @@ def main() -> None:
     for name in args.systems:
         per_seed = [run_system(name, args.quick, s, run_dir, args.dspy)
                     for s in args.seeds]
-        merged = {}
-        for method in per_seed[0]:
-            rows = [r[method] for r in per_seed]
-            merged[method] = {k: sum(r[k] for r in rows) / len(rows)
-                              for k in ("test_metric", "equiv_runs", "llm_calls", "wall_s")}
-            merged[method]["per_seed"] = rows
+        merged = merge_seeds(per_seed)
         results["systems"][name] = merged
         print(f"\n{name} ({SYSTEMS[name]}), seeds {args.seeds}")
         print(f"{'method':<15} {'test':>7} {'Δ vs unopt [95% CI]':>26} {'equiv runs':>10} "

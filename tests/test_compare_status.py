@@ -79,3 +79,37 @@ def test_status_shows_a_running_baseline_from_its_progress(tmp_path, capsys):
     assert out[-2:] == [
         "  random_search running: 3 configs scored (best val 0.620), 300/834 equiv runs",
         "  reinforce running: 2 policy updates, 0 configs scored, 8/834 equiv runs"]
+
+
+def test_status_json_holds_the_finished_rows_with_their_differences(tmp_path):
+    from coalign.data import split
+    from coalign.runner import load_dataset
+    from coalign.systems import SYSTEMS
+    from coalign.trace import Trace
+
+    compare = load_compare()
+    cfg = compare.run_config("pubmedqa_select", True, 0)  # --quick: 4 test questions
+    store = RunStore(compare.system_dir(tmp_path, "pubmedqa_select", 0, cfg))
+    s = cfg.split
+    test = split(load_dataset(cfg.data, s.train + s.val + s.test, cfg.seed),
+                 [s.train, s.val, s.test], seed=s.seed)[2]
+    digest = SYSTEMS["pubmedqa_select"](cfg.model).system.default_config().digest
+    for e, reward in zip(test[:3], [0.0, 0.0, 1.0], strict=True):
+        store.put_trace("test", Trace(e.id, digest, {}, reward=reward))
+    args = argparse.Namespace(systems=["pubmedqa_select"], seeds=[0], quick=True)
+    store.set_meta("compare:coalign", {"test_metric": 0.75, "equiv_runs": 10.0, "llm_calls": 20,
+                                       "wall_s": 5.0, "scores": [1.0, 1.0, 1.0, 0.0]})
+    assert compare.status(args, tmp_path)["systems"]["pubmedqa_select"] == {}  # 3 of 4 traces
+    store.put_trace("test", Trace(test[3].id, digest, {}, reward=0.0))
+    store.set_meta("compare:random_search", {"test_metric": 0.5, "equiv_runs": 10.0,
+                                             "llm_calls": 20, "wall_s": 9.0,
+                                             "scores": [1.0, 0.0, 1.0, 0.0]})
+    store.close()
+    found = compare.status(args, tmp_path)
+    rows = found["systems"]["pubmedqa_select"]
+    assert list(rows) == ["unoptimized", "coalign", "random_search"]
+    assert rows["unoptimized"]["test_metric"] == 0.25
+    coalign = rows["coalign"]["per_seed"][0]
+    assert coalign["diff_vs_unoptimized"]["mean"] == 0.5
+    assert coalign["diff_vs"]["random_search"]["mean"] == 0.25
+    assert found["complete"] == {"pubmedqa_select": False}  # REINFORCE has not finished
