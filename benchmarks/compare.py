@@ -38,9 +38,16 @@ HAS_DSPY = importlib.util.find_spec("dspy") is not None
 # PubMedQA with 24 val questions: the gate accepted a step that held on test (0.07 -> 0.58),
 # but rejected "always Qwen" at val 0.417 vs 0.500 although it scored 0.590 vs 0.580 on test,
 # and random search picked its best of 23 configs on those 24 questions. Both get 100 now.
-FULL_SPLIT = {"multihop_qa": {"train": 24, "val": 100, "test": 200},
+# HotpotQA with 100 val questions: three extractor instructions the 0.5B model follows gained on
+# validation and lost on test: +0.004 / +0.017 / +0.038 (P(better) 0.96, accepted) on val,
+# -0.041 / -0.029 / -0.018 on the 200 test questions. The extractor's answer flips with small
+# changes of what it reads, so most questions move at random, and a loop that validates several
+# candidates on one val set lets a lucky one through. 200 val questions and a 0.95 gate; the
+# larger val draws another train and test (the split is cut from one shuffled prefix).
+FULL_SPLIT = {"multihop_qa": {"train": 24, "val": 200, "test": 200},
               "pubmedqa_select": {"train": 24, "val": 100, "test": 200}}
-FULL_GATE = {name: {"gate": "bootstrap", "early_reject": 0.9} for name in FULL_SPLIT}
+FULL_GATE = {"multihop_qa": {"gate": "bootstrap", "gate_confidence": 0.95, "early_reject": 0.9},
+             "pubmedqa_select": {"gate": "bootstrap", "early_reject": 0.9}}
 METHODS = ("coalign", "random_search", "reinforce", "dspy_mipro", "dspy_gepa")
 PROPOSER_CTX = 8192  # DSPy's proposal/reflection prompts carry raw demos: 2k tokens overflow
 

@@ -29,6 +29,7 @@ def test_digest_ignores_settings_left_at_their_default():
 @pytest.mark.parametrize("raw,match", [
     ({"budget": {"iterations": -1}}, "field 'budget.iterations'"),
     ({"gate": "lenient"}, "field 'gate'"),
+    ({"gate_confidence": 1.0}, "field 'gate_confidence'"),
     ({"split": {"train": 1, "bogus": 2}}, "field 'split.bogus'"),
 ])
 def test_bad_run_configs_name_the_field(raw, match):
@@ -133,3 +134,14 @@ def test_a_run_dir_made_for_other_system_params_is_refused(tmp_path, monkeypatch
         Job.open(cfg, tmp_path / "run")
     monkeypatch.undo()
     Job.open(cfg, tmp_path / "run")  # the same params reopen it
+
+
+def test_gate_confidence_reaches_the_loop_and_keeps_old_digests(tmp_path):
+    from coalign.job import Job
+
+    raw = {"system": "multihop_qa", "data": "world", "gate": "bootstrap",
+           "split": {"train": 1, "val": 1, "test": 1}}
+    assert parse_run_config(raw).digest == parse_run_config({**raw, "gate_confidence": 0.9}).digest
+    cfg = parse_run_config({**raw, "gate_confidence": 0.95})
+    gate = Job.open(cfg, tmp_path / "run").optimizer.s.gate
+    assert (gate.kind, gate.confidence) == ("bootstrap", 0.95)

@@ -7,6 +7,7 @@ data: world                  # world | hotpotqa | musique | pubmedqa | FILE.json
 split: {train: 12, val: 8, test: 20, seed: 0}
 budget: {iterations: 4, search_size: 4, fresh_inputs: 4, rollout_n: 3}
 gate: strict                 # or bootstrap
+gate_confidence: 0.9         # bootstrap gate: the P(better) a candidate needs on validation
 early_reject: 0.9            # optional: stop validating a candidate that is clearly worse so far
 proposer: qwen2.5-0.5b       # LM proposing instructions (omit to use edits and demos only)
 components: [retriever, answer_generator]   # optional subset to optimize
@@ -74,6 +75,7 @@ class RunConfig(_Strict):
     split: SplitSpec = SplitSpec()
     budget: BudgetSpec = BudgetSpec()
     gate: Literal["strict", "bootstrap"] = "strict"
+    gate_confidence: float = Field(0.9, gt=0, lt=1)  # see Gate.confidence (bootstrap gate)
     early_reject: float = Field(0.0, ge=0, lt=1)  # see Gate.early_reject; 0: validate fully
     proposer: str | None = None
     components: list[str] | None = None  # optimize only these (default: all with params)
@@ -170,8 +172,9 @@ class Job:
                                 text_candidates=b.text_candidates, text_steps=b.text_steps,
                                 text_alternatives=b.text_alternatives,
                                 min_alignment=b.min_alignment,
-                                gate=Gate(cfg.gate, seed=cfg.seed,
-                                          early_reject=cfg.early_reject), proposer=cfg.proposer,
+                                gate=Gate(cfg.gate, confidence=cfg.gate_confidence,
+                                          seed=cfg.seed, early_reject=cfg.early_reject),
+                                proposer=cfg.proposer,
                                 components=cfg.components, seed=cfg.seed,
                                 choice_costs=costs,
                                 cost_weight=cfg.cost_weight)
