@@ -158,7 +158,8 @@ def progress(store, method: str, budget: float):
             state["updates"] += 1
         else:
             state["configs"] += 1
-            state["best_val"] = max(score, state["best_val"] if state["configs"] > 1 else score)
+            state["best_val"] = score if state["best_val"] is None else max(score,
+                                                                           state["best_val"])
         state["equiv_runs"] = equiv_runs
         store.set_meta(f"progress:{method}", state)
     return on_trial
