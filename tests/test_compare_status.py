@@ -30,7 +30,7 @@ def test_status_lists_finished_rows_and_runs_nothing(tmp_path, capsys):
     compare.status(args, tmp_path)
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("multihop_qa-seed0-" + compare.run_config(
-        "multihop_qa", False, 0).digest[:8] + ": not started")
+        "multihop_qa", False, 0).digest[:8] + ": no run dir")
     assert out[1].endswith("stage 1 done, 0/8 iterations, 0 accepted")
     assert out[2] == ("  coalign test 0.580, 569.0 equiv runs, 1138 LLM requests, 2918 s "
                       "(since a resume)")

@@ -43,8 +43,8 @@ def _load_llama(path: str, n_ctx: int, n_threads: int) -> Any:
         from llama_cpp import Llama
     except ImportError:
         raise LMError(
-            "llamacpp: the llama-cpp-python package is missing; install it with: "
-            "CMAKE_ARGS=-DLLAVA_BUILD=OFF pip install llama-cpp-python==0.3.36"
+            "llamacpp: the llama-cpp-python package is missing; install it with `make install`, "
+            "or pip install llama-cpp-python==0.3.36 with the Makefile's LLAMA_CMAKE_ARGS"
         ) from None
     return Llama(
         model_path=path,
