@@ -105,7 +105,7 @@ def run_system(name: str, quick: bool, seed: int, run_dir: Path, use_dspy: bool 
         if row is not None:
             out[method] = row
 
-    def unoptimized_row() -> dict:
+    def unoptimized() -> dict:
         base = evaluate(job.task, job.test, job.task.system.default_config(), rt, job.store,
                         tag="test")
         return {"test_metric": base.mean_reward, "equiv_runs": 0.0, "llm_calls": 0,
@@ -122,8 +122,7 @@ def run_system(name: str, quick: bool, seed: int, run_dir: Path, use_dspy: bool 
                 "steps_holding_on_test": sum(r["holds"] for r in steps), "steps": steps,
                 "resumed": resumed, "scores": tuned.scores}
 
-    finished(job.store, saved, "unoptimized", unoptimized_row)
-    out["unoptimized"] = stored_row(job.store, saved, "unoptimized")
+    out["unoptimized"] = finished(job.store, saved, "unoptimized", unoptimized)
     measure("coalign", coalign_row)
     if "coalign" not in out:
         raise SystemExit(f"{where.name}: the baselines' budget is coalign's equivalent runs, and "

@@ -203,17 +203,19 @@ def test_compare_dspy_rows_have_the_common_keys(setup, tmp_path):
     base = evaluate(task, test, task.system.default_config(), rt)
     splits = (examples(0, 6), examples(6, 12), test)
     store = RunStore(tmp_path / "run")
-    rows = compare.dspy_rows(task, splits, rt, store, base, 60, 0)
-    assert set(rows) == {"dspy_mipro", "dspy_gepa"}
+    rows = {f"dspy_{m}": compare.dspy_row(m, task, splits, rt, store, 60, 0)
+            for m in ("mipro", "gepa")}
     for row in rows.values():
-        assert {"test_metric", "equiv_runs", "llm_calls", "wall_s",
-                "diff_vs_unoptimized"} <= set(row)
-        assert row["test_metric"] == 1.0 and row["diff_vs_unoptimized"]["mean"] == 0.5
-    # a resumed benchmark keeps the finished rows (their wall time too) instead of re-running
-    assert compare.dspy_rows(task, splits, rt, store, base, 60, 0) == rows
-    skipped = compare.dspy_rows(task, splits, rt, RunStore(tmp_path / "small"), base, 12, 0)
-    assert math.isnan(skipped["dspy_mipro"]["test_metric"]) and "too small" in \
-        skipped["dspy_gepa"]["skipped"]
+        assert {"test_metric", "equiv_runs", "llm_calls", "scores", "budget_runs"} <= set(row)
+        assert row["test_metric"] == 1.0
+    out = compare.with_differences({"unoptimized": {"scores": base.scores},
+                                    "coalign": {"scores": [1.0] * len(test)}, **rows}, seed=0)
+    assert out["dspy_gepa"]["diff_vs_unoptimized"]["mean"] == 0.5
+    assert out["coalign"]["diff_vs"]["dspy_mipro"]["mean"] == 0.0
+    small = RunStore(tmp_path / "small")
+    skipped = {m: compare.dspy_row(m, task, splits, rt, small, 12, 0) for m in ("mipro", "gepa")}
+    assert math.isnan(skipped["mipro"]["test_metric"]) and "too small" in \
+        skipped["gepa"]["skipped"]
 
 
 def test_missing_dspy_names_the_extra(monkeypatch):

@@ -90,3 +90,12 @@ def test_thread_count_env(monkeypatch):
     assert default_threads() == 1
     monkeypatch.setattr("os.getloadavg", lambda: (0.0, 0.0, 0.0))
     assert default_threads() == (os.cpu_count() or 1)
+
+
+def test_an_amx_build_is_named_before_it_can_crash():
+    from coalign.lm._llamacpp import amx_warning
+
+    native = "CPU : AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 1 | OPENMP = 1 | REPACK = 1 | "
+    assert "AMX kernels" in amx_warning(native) and "LLAMA_CMAKE_ARGS" in amx_warning(native)
+    portable = "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | OPENMP = 1 | "
+    assert amx_warning(portable) is None

@@ -12,6 +12,7 @@ import functools
 import os
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,7 @@ def _load_llama(path: str, n_ctx: int, n_threads: int) -> Any:
             "llamacpp: the llama-cpp-python package is missing; install it with `make install`, "
             "or pip install llama-cpp-python==0.3.36 with the Makefile's LLAMA_CMAKE_ARGS"
         ) from None
+    _warn_once_if_amx()
     return Llama(
         model_path=path,
         n_ctx=n_ctx,
@@ -53,6 +55,26 @@ def _load_llama(path: str, n_ctx: int, n_threads: int) -> Any:
         n_threads_batch=n_threads,
         verbose=False,
     )
+
+
+def amx_warning(system_info: str) -> str | None:
+    """The warning for a llama.cpp build with AMX kernels (``system_info`` is llama.cpp's
+    feature line): they segfault on the first prompt on some Sapphire Rapids machines, a crash
+    no Python code can catch, so say why before it happens."""
+    if "AMX_INT8 = 1" not in system_info:
+        return None
+    return ("llamacpp: this llama-cpp-python build uses AMX kernels, which segfault on some CPUs; "
+            "if generation crashes, reinstall it as the Makefile does (LLAMA_CMAKE_ARGS, "
+            "--no-cache-dir)")
+
+
+@functools.cache
+def _warn_once_if_amx() -> None:
+    import llama_cpp
+
+    message = amx_warning(llama_cpp.llama_print_system_info().decode(errors="replace"))
+    if message:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def default_threads() -> int:
