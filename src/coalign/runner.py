@@ -29,11 +29,21 @@ CACHE_NAME = "lm_cache.sqlite"
 
 
 def build_runtime(models: Sequence[str], cache_path: str | Path | None, *,
-                  max_workers: int = 2, seed: int = 0) -> tuple[Runtime, UsageMeter]:
+                  max_workers: int = 2, seed: int = 0,
+                  lm: str | None = None) -> tuple[Runtime, UsageMeter]:
     """A runtime whose model names map to cached local (or endpoint) LMs, plus its usage meter.
 
     ``models`` are short names (``qwen2.5-0.5b``) or full specs (``openai:gpt-4o-mini@URL``).
+    ``lm="replay:DIR"`` answers every model from the replay table in DIR instead (no LLM call,
+    no response cache: the table is the cache).
     """
+    if lm is not None and lm.startswith(REPLAY):
+        replay = replay_lms(lm, models)
+        meter = UsageMeter()
+        return Runtime(lms=replay, sink=meter, max_workers=max_workers, seed=seed), meter
+    if lm is not None:
+        raise ConfigError(f"lm {lm!r}: expected replay:DIR (a replay table directory); live "
+                          "models are named by the system")
     lms = {}
     for name in models:
         spec = name if ":" in name else f"llamacpp:{name}"
@@ -41,6 +51,21 @@ def build_runtime(models: Sequence[str], cache_path: str | Path | None, *,
         lms[name] = CachedLM(inner, cache_path) if cache_path is not None else inner
     meter = UsageMeter()
     return Runtime(lms=lms, sink=meter, max_workers=max_workers, seed=seed), meter
+
+
+REPLAY = "replay:"
+
+
+def replay_lms(lm: str, models: Sequence[str]) -> dict[str, Any]:
+    from coalign.tables import Table
+
+    table = Table(lm[len(REPLAY):])
+    lms = table.lms()
+    missing = sorted(set(models) - set(lms))
+    if missing:
+        raise ConfigError(f"replay table {table.directory} holds no answers of model(s) "
+                          f"{missing}; it covers {sorted(lms)}")
+    return {m: lms[m] for m in models}
 
 
 def load_jsonl_examples(path: Path, limit: int | None = None) -> list[Example]:

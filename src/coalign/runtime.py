@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from coalign.errors import ConfigError
-from coalign.lm._base import LM, LMRequest, LMResponse
+from coalign.lm._base import LM, LMError, LMRequest, LMResponse
 from coalign.trace import Usage
 
 
@@ -94,7 +94,13 @@ class RunContext:
                                 temperature=self.sampling.temperature,
                                 max_tokens=request.max_tokens, stop=request.stop,
                                 sample_index=self.sampling.sample_index)
-        response = self.runtime.lm(model).generate(request)
+        try:
+            response = self.runtime.lm(model).generate(request)
+        except LMError as exc:
+            if not getattr(exc, "locate", False):
+                raise
+            # e.g. a replay miss: say which component and question asked
+            raise type(exc)(f"{self.component} on {self.example_id!r}: {exc}") from None
         if response.cached:
             self.usage.cache_hits += 1
         else:

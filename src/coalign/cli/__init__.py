@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 # Importing a command module registers its command(s) on ``app``.
-from coalign.cli import _arco, _audit, _core, _optimize, _report, _search  # noqa: E402,F401
+from coalign.cli import (  # noqa: E402,F401
+    _arco,
+    _audit,
+    _core,
+    _optimize,
+    _report,
+    _search,
+    _table,
+)
 from coalign.cli._app import app, main
 
 __all__ = ["app", "main"]

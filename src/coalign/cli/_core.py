@@ -13,7 +13,14 @@ from rich.table import Table
 from coalign.cli._app import app
 from coalign.config import SystemConfig
 from coalign.errors import ConfigError
-from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load_dataset
+from coalign.runner import (
+    CACHE_NAME,
+    REPLAY,
+    EvalResult,
+    build_runtime,
+    evaluate,
+    load_dataset,
+)
 from coalign.store import RunStore
 from coalign.systems import SYSTEMS, models_of
 from coalign.task import Task
@@ -27,8 +34,19 @@ def make_task(system: str, model: str) -> Task:
     return SYSTEMS[system](model)
 
 
+def table_task(system: str, lm: str) -> Task:
+    """The task a replay table was built for (with the system options of its space)."""
+    from coalign.tables import CandidateSpace
+
+    space = CandidateSpace.load(Path(lm[len(REPLAY):]))
+    if space.system != system:
+        raise ConfigError(f"replay table {lm[len(REPLAY):]} is for system {space.system!r}, "
+                          f"not {system!r}")
+    return space.task()
+
+
 def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, workers: int,
-                   seed: int, config_path: Path | None) -> EvalResult:
+                   seed: int, config_path: Path | None, lm: str | None = None) -> EvalResult:
     examples = load_dataset(data, limit, seed)
     if not examples:
         raise ConfigError(f"dataset {data!r} has no examples")
@@ -44,7 +62,7 @@ def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, work
     store = RunStore(run_dir)
     store.set_meta("system", task.system.name)
     runtime, _ = build_runtime(models_of(task), run_dir / CACHE_NAME, max_workers=workers,
-                               seed=seed)
+                               seed=seed, lm=lm)
     with Progress("[progress.description]{task.description}", BarColumn(),
                   MofNCompleteColumn(), TimeElapsedColumn(), console=console,
                   transient=True) as bar:
@@ -85,10 +103,13 @@ def evaluate_cmd(
     workers: int = typer.Option(2, help="examples run concurrently"),
     seed: int = typer.Option(0),
     json_out: Path = typer.Option(None, "--json", help="write the summary as JSON"),
+    lm: str = typer.Option(None, "--lm", help="replay:DIR answers every LLM call from the "
+                           "replay table in DIR (no model is loaded)"),
 ) -> None:
     """Evaluate a system on a dataset; rerunning the same command resumes with no repeated call."""
-    task = make_task(system, model)
-    result = run_evaluation(task, data, limit, run_dir, workers, seed, config)
+    task = table_task(system, lm) if lm and lm.startswith(REPLAY) else make_task(system, model)
+    result = run_evaluation(task, data, limit, run_dir, workers, seed, config, lm)
     print_result(f"{system} on {data}", task, result)
     if json_out is not None:
-        json_out.write_text(json.dumps(result.summary(), indent=2))
+        scores = {t.example_id: t.reward for t in result.traces}  # per example: paired checks
+        json_out.write_text(json.dumps({**result.summary(), "scores": scores}, indent=2))

@@ -57,17 +57,29 @@ def first_line(text: str, prefixes: Sequence[str] = ()) -> str:
     return ""
 
 
+LAYOUTS = ("instruction_first", "inputs_first")
+
+
 class LLMComponent(Component):
     """One LM call: instruction (+ demos) as the system turn, rendered inputs as the user turn.
 
     Params: ``prompt`` (``Text``) and, when ``model`` is a ``Choice``, ``model`` (e.g. a
     per-instance choice between a cheap and a strong model).
+
+    ``layout="inputs_first"`` puts the instruction after the inputs, at the end of the last user
+    turn (the chat template's default system turn first): calls that differ only in their
+    instruction then share the whole input as a prompt prefix, which a prefix-reusing backend
+    evaluates once (replay tables build this way).
     """
 
     def __init__(self, name: str, inputs: Sequence[str], output: str, instruction: str, *,
                  model: str | Choice = "qwen2.5-0.5b", max_tokens: int = 64,
                  parse: Callable[[str], Any] | None = None, field_limit: int = 1200,
-                 description: str = "", **kwargs: Any) -> None:
+                 description: str = "", layout: str = "instruction_first",
+                 **kwargs: Any) -> None:
+        if layout not in LAYOUTS:
+            raise GraphError(f"component {name!r}: layout must be one of {list(LAYOUTS)}, "
+                             f"got {layout!r}")
         params: dict[str, Any] = {"prompt": Text(instruction, description="instruction")}
         if isinstance(model, Choice):
             params["model"] = model
@@ -79,6 +91,7 @@ class LLMComponent(Component):
         self.model = model
         self.max_tokens = max_tokens
         self.field_limit = field_limit
+        self.layout = layout
         self._prefixes = (f"{output.lower()}:", "answer:")
         self.parse = parse or self._first_line
         self._labels = {f: field_label(f) for f in (*self.inputs, *self.optional_inputs)}
@@ -88,15 +101,16 @@ class LLMComponent(Component):
         return first_line(text, self._prefixes)
 
     def messages(self, inputs: Mapping[str, Any], prompt: TextValue) -> tuple[Message, ...]:
-        msgs = [Message("system", prompt.instruction)]
+        first = self.layout == "instruction_first"
+        msgs = [Message("system", prompt.instruction)] if first else []
         for demo in prompt.demos:
             shown = {k: v for k, v in demo.items() if k != self.output}
             msgs.append(Message("user", render_fields(shown, self.field_limit)))
             msgs.append(Message("assistant", str(demo.get(self.output, ""))))
         labels, limit = self._labels, self.field_limit
-        msgs.append(Message("user", "\n".join(
-            f"{labels.get(k) or field_label(k)}: {render_value(v, limit)}"
-            for k, v in inputs.items())))
+        text = "\n".join(f"{labels.get(k) or field_label(k)}: {render_value(v, limit)}"
+                         for k, v in inputs.items())
+        msgs.append(Message("user", text if first else f"{text}\n\n{prompt.instruction}"))
         return tuple(msgs)
 
     def forward(self, inputs: dict[str, Any], config: Mapping[str, Any],

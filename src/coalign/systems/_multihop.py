@@ -22,7 +22,8 @@ def multihop_qa(model: str = "qwen2.5-0.5b", *, ks: tuple[int, ...] = (1, 3, 5, 
                 default_k: int = 3, answer_models: tuple[str, ...] | None = None,
                 reranker: bool = False, rerank_pool: int = 10,
                 reranker_backbone: Any = None,
-                query_sources: tuple[str, ...] = ("query",)) -> Task:
+                query_sources: tuple[str, ...] = ("query",),
+                layout: str = "instruction_first") -> Task:
     """The reference's HotpotQA pipeline shape, scored by answer F1.
 
     ``query_sources``: the fields the retriever searches with; two or more make it a choice
@@ -31,6 +32,9 @@ def multihop_qa(model: str = "qwen2.5-0.5b", *, ks: tuple[int, ...] = (1, 3, 5, 
     its top 3 for 58% of them from the question and 43% from the 0.5B rewriter's query, yet
     answer F1 went from 0.360 to 0.399 on 100 validation questions and from 0.433 to 0.389 on
     200 test questions (paired interval -0.099 to +0.009): a validation gate would accept it.
+
+    ``layout``: where the LLM components put their instruction (see ``LLMComponent``);
+    replay tables use ``"inputs_first"``.
 
     ``answer_models`` turns the answer generator's model into a per-instance choice
     (cheap vs strong) instead of the fixed ``model``.
@@ -50,15 +54,16 @@ def multihop_qa(model: str = "qwen2.5-0.5b", *, ks: tuple[int, ...] = (1, 3, 5, 
                               description="model answering this question")
     components = [
         LLMComponent("question_rewriter", ["question"], "query", REWRITE, model=model,
-                     max_tokens=32, description="rewrites the question into a search query"),
+                     max_tokens=32, layout=layout,
+                     description="rewrites the question into a search query"),
         Retriever("retriever", query_sources, "paragraphs", retrieved, ks=ks,
                   default_k=rerank_pool if reranker else default_k,
                   description="BM25 top-k of the question's paragraphs for the query"),
         LLMComponent("info_extractor", ["question", "passages"], "info", EXTRACT, model=model,
-                     max_tokens=64, field_limit=2400,
+                     max_tokens=64, field_limit=2400, layout=layout,
                      description="extracts the facts that answer the question from passages"),
         LLMComponent("answer_generator", ["question", "info"], "answer", ANSWER,
-                     model=answer_model, max_tokens=16,
+                     model=answer_model, max_tokens=16, layout=layout,
                      description="writes the short final answer from the facts"),
     ]
     if reranker:

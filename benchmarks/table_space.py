@@ -1,0 +1,147 @@
+"""Write the candidate space of a replay table (``space.json``), chosen without the pool.
+
+Candidates for each Text param come from the same three sources the loop's text optimizer
+draws from: an edit operator, the proposer LM (the optimizer's meta prompt, on an input from
+outside the pool) and demonstrations bootstrapped from runs of the starting system on questions
+outside the pool (kept where the final answer scored F1 = 1, as DSPy's bootstrap does). The
+pool is the first ``--pool`` questions of the dataset; the bootstrap questions come from its end,
+so no pool question (and so no test question of any split drawn from it) shapes the space.
+
+    python benchmarks/table_space.py multihop_qa --out benchmarks/tables/multihop_qa
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from coalign.component import first_line, render_fields, render_value
+from coalign.lm import chat
+from coalign.optimize._text import EDITS, META, clean_proposal
+from coalign.runner import build_runtime, load_dataset
+from coalign.systems import multihop_qa
+from coalign.tables import CandidateSpace, Samples
+
+# Edit operators picked per component for what a 0.5B model gets wrong there (see docs).
+EDIT_FOR = {
+    "question_rewriter": (6,),  # keep every name exactly as written
+    "info_extractor": (7, 5),  # several parts: a fact for each; never guess
+    "answer_generator": (2,),  # copy names and numbers exactly
+}
+FALLBACK_EDIT = 8  # several parts: the fact about each named one
+LAYOUT = "inputs_first"  # calls differing only in their instruction share the input prefix
+SECOND_REWRITE = ("Write the names of the people, places, works and things the question "
+                  "mentions, separated by commas. Reply with only the names.")
+
+
+def propose(lm, description: str, example: str, output: str, current: str,
+            tries: int = 12) -> tuple[str | None, int]:
+    """The proposer LM's first clean instruction (the text optimizer's meta prompt)."""
+    tried = f"- {current} (score 0.300)"
+    prompt = META.format(description=description, example=example, output=output, tried=tried)
+    for i in range(tries):
+        text = first_line(lm.generate(chat(prompt, max_tokens=80, temperature=0.9,
+                                           sample_index=i)).text,
+                          ("instruction:", "new instruction:"))
+        clean = clean_proposal(text, example, current)
+        if clean:
+            return clean, i
+    return None, tries
+
+
+def bootstrap(task, examples, runtime, want: int) -> list[Any]:
+    """Traces of the starting system that answered perfectly (F1 = 1), up to ``want``."""
+    config = task.system.default_config()
+    good = []
+    for e in examples:
+        trace = task.score(task.system.run(e.id, e.inputs, config, runtime), e)
+        if trace.reward == 1.0:
+            good.append(trace)
+            if len(good) == want:
+                break
+    return good
+
+
+def demo(step, max_chars: int = 400) -> dict[str, str]:
+    shown = {k: render_value(v, max_chars) for k, v in step.inputs.items()}
+    return {**shown, **{k: str(v) for k, v in step.outputs.items()}}
+
+
+def multihop_space(pool: int, cache: Path) -> CandidateSpace:
+    examples = load_dataset("hotpotqa")
+    outside = examples[-48:]  # never in the pool: the pool is the file's first questions
+    assert pool + len(outside) <= len(examples), "pool overlaps the bootstrap questions"
+    task = multihop_qa("qwen2.5-0.5b", ks=(3, 5), query_sources=("query", "question"),
+                       layout=LAYOUT)
+    runtime, _ = build_runtime(["qwen2.5-0.5b"], cache, max_workers=1)
+    lm = runtime.lm("qwen2.5-0.5b")
+    traces = bootstrap(task, outside, runtime, want=3)
+    if len(traces) < 2:
+        raise SystemExit(f"only {len(traces)} perfect bootstrap runs; widen the outside set")
+    notes: dict[str, Any] = {"pool": f"first {pool} of hotpotqa_dev_unified.jsonl",
+                             "bootstrap_questions": [t.example_id for t in traces]}
+    params: dict[str, list[Any]] = {}
+    probe = traces[0]
+    for name in ("question_rewriter", "info_extractor", "answer_generator"):
+        comp = task.system.component(name)
+        start = comp.params["prompt"].default
+        step = probe.step(name)
+        values = [start.to_json()]
+        how = ["start"]
+        for i in EDIT_FOR[name]:
+            values.append({"instruction": EDITS[i](start.instruction), "demos": []})
+            how.append(f"edit operator {i}")
+        if name == "question_rewriter":
+            # a 0.5B proposer writes query instructions for the example, not for the step
+            values.append({"instruction": SECOND_REWRITE, "demos": []})
+            how.append("hand-written: entity list")
+        else:
+            proposed, tries = propose(lm, comp.description, render_fields(step.inputs, 600),
+                                      render_value(step.outputs, 200), start.instruction)
+            if proposed:
+                values.append({"instruction": proposed, "demos": []})
+                how.append(f"proposer LM (sample {tries})")
+            else:  # every draw copied the example or the meta prompt: one more edit instead
+                values.append({"instruction": EDITS[FALLBACK_EDIT](start.instruction),
+                               "demos": []})
+                how.append(f"edit operator {FALLBACK_EDIT} (no clean proposal in {tries} "
+                           "proposer draws)")
+        if name == "answer_generator":
+            # demos come before the inputs, so they share no prompt prefix with the other
+            # candidates: on the extractor (long passages) one demo set would cost as much as
+            # the other three candidates together; on the short answer prompt it is cheap
+            demos = [demo(t.step(name)) for t in traces[:2]]
+            values.append({"instruction": start.instruction, "demos": demos})
+            how.append("bootstrapped demos (2, from F1 = 1 runs outside the pool)")
+        params[f"{name}.prompt"] = values
+        notes[f"{name}.prompt"] = how
+    params["retriever.k"] = [3, 5]
+    params["retriever.query"] = ["query", "question"]
+    notes["retriever.query"] = ["the rewriter's query", "the question as asked"]
+    return CandidateSpace(system="multihop_qa", dataset="hotpotqa",
+                          questions=tuple(e.id for e in examples[:pool]),
+                          params={k: tuple(v) for k, v in params.items()},
+                          options={"ks": [3, 5], "query_sources": ["query", "question"],
+                                   "layout": LAYOUT},
+                          samples=Samples(2, 0.9), notes=notes)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("system", choices=["multihop_qa"])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--pool", type=int, default=200)
+    parser.add_argument("--cache", type=Path, default=Path("runs/table_space/lm_cache.sqlite"))
+    args = parser.parse_args()
+    space = multihop_space(args.pool, args.cache)
+    path = space.save(args.out)
+    print(json.dumps({"space": str(path), "digest": space.digest,
+                      "configs": space.n_configs(), "questions": len(space.questions)}))
+    for key, how in space.notes.items():
+        print(key, how)
+
+
+if __name__ == "__main__":
+    main()

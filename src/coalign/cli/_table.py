@@ -1,0 +1,57 @@
+"""``coalign table build | status``: replay tables of a benchmark's candidate space."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from coalign.cli._app import app
+
+console = Console(highlight=False)
+table_app = typer.Typer(help="Replay tables: build them once, replay with zero LLM calls.",
+                        no_args_is_help=True)
+app.add_typer(table_app, name="table")
+
+
+@table_app.command("build")
+def build_cmd(
+    directory: Path = typer.Argument(..., help="table directory holding space.json"),
+    minutes: float = typer.Option(None, help="stop cleanly after this many minutes"),
+    limit: int = typer.Option(None, help="build at most this many more questions"),
+    seal_every: int = typer.Option(5, help="seal a shard every N finished questions"),
+    level: str = typer.Option("samples", help="greedy (every config's outputs) or samples "
+                              "(also the temperature samples rollouts draw)"),
+) -> None:
+    """Extend the table; kill it at any moment and rerun: no LLM call is repeated."""
+    from coalign.tables import build_table
+
+    def progress(done, n_done: int, total: int) -> None:
+        console.print(f"{done.question}: {done.paths} paths, {done.llm_calls} calls, "
+                      f"{done.llm_s:.0f} s LLM  ({n_done}/{total} questions)", markup=False)
+
+    report = build_table(directory, level=level, minutes=minutes, limit=limit,
+                         seal_every=seal_every,
+                         on_question=progress)
+    console.print(f"built {report.built_now} question(s) now, {report.llm_calls} LLM calls, "
+                  f"{report.llm_s / 3600:.2f} LLM hours; {report.done}/{report.total} done; "
+                  f"{len(report.shards_written)} new shard(s)", markup=False)
+
+
+@table_app.command("status")
+def status_cmd(
+    directory: Path = typer.Argument(..., help="table directory"),
+    json_out: bool = typer.Option(False, "--json", help="print the status as JSON"),
+) -> None:
+    """Done / total questions and paths, LLM calls and hours so far, and an ETA."""
+    from coalign.tables import Table
+
+    status = Table(directory).status()
+    if json_out:
+        typer.echo(json.dumps(asdict(status), indent=1))
+        return
+    for line in status.lines():
+        console.print(line, markup=False)

@@ -1,0 +1,190 @@
+"""Building a replay table: the prefix tree of every component's outputs, question by question.
+
+For one question the tree is expanded component by component in topological order: every node
+(the fields computed so far) runs the next component under each of its candidate values, greedy,
+and, on a path no sample has touched yet, ``samples.n`` temperature draws per value (what a
+Monte-Carlo rollout of that component draws; its downstream completions are the greedy subtree).
+A shared upstream is computed once: identical requests are answered from the table. A question
+is marked done only when its whole tree is stored, so a killed build redoes no call and a
+resumed one walks the finished part from the table in milliseconds.
+
+Calls run with prefix reuse (see ``BuildLM``): the candidates of one node share its inputs as a
+prompt prefix, and the samples of one value follow its greedy call back to back, so only their
+tokens are decoded. Live runs evaluate every prompt from an empty KV cache; the share of greedy
+outputs where the two differ is measured by ``benchmarks/replay_check.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coalign.config import SystemConfig
+from coalign.data import Example
+from coalign.errors import ConfigError
+from coalign.lm._base import LM, LMRequest, LMResponse
+from coalign.runtime import Runtime, Sampling
+from coalign.systems import models_of
+from coalign.tables._replay import RecordingLM
+from coalign.tables._shards import LEVELS, Done, ShardSet
+from coalign.tables._space import CandidateSpace
+from coalign.task import Task
+
+
+def pool_examples(space: CandidateSpace) -> list[Example]:
+    """The space's question pool, in its order, from the space's dataset."""
+    from coalign.runner import load_dataset
+
+    by_id = {e.id: e for e in load_dataset(space.dataset)}
+    missing = [q for q in space.questions if q not in by_id]
+    if missing:
+        raise ConfigError(f"space: {len(missing)} pool question(s) not in dataset "
+                          f"{space.dataset!r}, e.g. {missing[0]!r}")
+    return [by_id[q] for q in space.questions]
+
+
+class BuildLM:
+    """The embedded model as a build drives it: prefix reuse on, so the candidates of one node
+    (same inputs, another instruction, layout ``inputs_first``) and the samples of one value
+    evaluate the shared prompt once.
+
+    A reused prefix can change logits slightly, so an output depends on the call before it. To
+    keep a build reproducible the KV cache is made canonical: ``reset`` empties it (the builder
+    calls it at every question, where a resumed build starts), and a sample whose prompt is not
+    the one in the cache (on a resumed build its greedy call was a table hit) is preceded by
+    that prompt's greedy call, as in an uninterrupted build.
+    """
+
+    def __init__(self, model: str) -> None:
+        from coalign.lm import LlamaCpp
+
+        self.lm = LlamaCpp(model, reuse_prefix=True)
+        self._last: tuple | None = None  # messages the model's KV cache holds
+
+    @property
+    def name(self) -> str:
+        return self.lm.name
+
+    def reset(self) -> None:
+        loaded = self.lm.load()
+        with loaded.lock:
+            loaded.llama.reset()
+        self._last = None
+
+    def generate(self, request: LMRequest) -> LMResponse:
+        if request.temperature > 0 and self._last != request.messages:
+            self.lm.generate(request._replace(temperature=0.0, sample_index=0))
+        response = self.lm.generate(request)
+        self._last = request.messages
+        return response
+
+    def close(self) -> None:
+        self.lm.close()
+
+
+def live_lm(model: str) -> LM:
+    return BuildLM(model)
+
+
+@dataclass
+class BuildReport:
+    done: int  # questions complete in the table (all of them, not only this run's)
+    total: int
+    built_now: int
+    llm_calls: int  # calls made by this run
+    llm_s: float
+    shards_written: list[Path]
+    stopped_early: bool
+
+
+def expand(task: Task, space: CandidateSpace, example: Example, runtime: Runtime,
+           recorders: Mapping[str, RecordingLM], *, samples: bool = True) -> int:
+    """Compute the whole prefix tree of ``example`` (without temperature samples unless
+    ``samples``); returns the number of full paths."""
+    system = task.system
+    nodes: list[tuple[dict[str, Any], bool]] = [({f: example.inputs[f] for f in system.inputs},
+                                                 False)]
+    for name in system.order:
+        comp = system.component(name)
+        configs = [SystemConfig(system, {name: v}) for v in space.component_values(task, name)]
+        configs = configs or [system.default_config()]
+        draws = space.samples.n if samples and getattr(comp, "model", None) is not None else 0
+        for rec in recorders.values():
+            rec.component, rec.question = name, example.id
+        children: list[tuple[dict[str, Any], bool]] = []
+        for fields, sampled in nodes:
+            x = {f: fields[f] for f in comp.inputs}
+            x.update({f: fields.get(f) for f in comp.optional_inputs})
+            for cfg in configs:
+                step = system.run_component(name, x, cfg, runtime, example_id=example.id)
+                children.append(({**fields, **step.outputs}, sampled))
+                for i in range(0 if sampled else draws):
+                    step = system.run_component(
+                        name, x, cfg, runtime, example_id=example.id,
+                        sampling=Sampling(space.samples.temperature, i))
+                    children.append(({**fields, **step.outputs}, True))
+        nodes = children
+    return len(nodes)
+
+
+def build_table(directory: Path, *, level: str = "samples", minutes: float | None = None,
+                limit: int | None = None, seal_every: int = 5,
+                lm_factory: Callable[[str], LM] = live_lm,
+                on_question: Callable[[Done, int, int], None] | None = None) -> BuildReport:
+    """Extend the table in ``directory`` question by question to ``level`` (``greedy``: every
+    config's outputs; ``samples``: also the temperature samples) until done, ``limit`` new
+    questions, or ``minutes`` (checked between questions; a question is never left half-marked).
+
+    A shard is sealed every ``seal_every`` finished questions and at the end.
+    """
+    if level not in LEVELS:
+        raise ConfigError(f"table level must be one of {list(LEVELS)}, got {level!r}")
+    space = CandidateSpace.load(directory)
+    task = space.task()
+    examples = pool_examples(space)
+    shards = ShardSet(directory, space.system, space.digest, writer=True)
+    written = list(shards.shard_files)
+    recorders = {m: RecordingLM(shards, lm_factory(m), m) for m in models_of(task)}
+    runtime = Runtime(lms=recorders, max_workers=1, seed=0)
+    deadline = time.monotonic() + minutes * 60 if minutes is not None else None
+    built = calls = 0
+    llm_s = 0.0
+    stopped = False
+    since_seal = 0
+    try:
+        for example in examples:
+            if shards.is_done(example.id, level):
+                continue
+            if (limit is not None and built >= limit) or (
+                    deadline is not None and time.monotonic() >= deadline):
+                stopped = True
+                break
+            before = [(r.calls, r.llm_s) for r in recorders.values()]
+            for rec in recorders.values():  # canonical KV state where a resumed build starts
+                reset = getattr(rec.inner, "reset", None)
+                if reset is not None:
+                    reset()
+            paths = expand(task, space, example, runtime, recorders,
+                           samples=level == "samples")
+            q_calls = sum(r.calls - c for r, (c, _) in zip(recorders.values(), before,
+                                                           strict=True))
+            q_s = sum(r.llm_s - s for r, (_, s) in zip(recorders.values(), before, strict=True))
+            done = Done(example.id, paths, q_calls, q_s, level)
+            shards.mark_done(done)
+            built, calls, llm_s = built + 1, calls + q_calls, llm_s + q_s
+            since_seal += 1
+            if since_seal >= seal_every:
+                shards.seal()
+                since_seal = 0
+            if on_question is not None:
+                on_question(done, len(shards.done_at(level)), len(examples))
+    finally:
+        shards.seal()
+        for rec in recorders.values():
+            rec.close()
+    new = [p for p in shards.shard_files if p not in written]
+    n_done = sum(shards.is_done(e.id, level) for e in examples)
+    return BuildReport(n_done, len(examples), built, calls, llm_s, new, stopped)

@@ -1,0 +1,82 @@
+"""A replay table opened for reading: its space, its records, replay backends and status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from coalign.systems import models_of
+from coalign.tables._replay import ReplayLM
+from coalign.tables._shards import LEVELS, ShardSet
+from coalign.tables._space import CandidateSpace
+
+
+@dataclass(frozen=True)
+class LevelStatus:
+    level: str
+    done: int  # questions complete at this level
+    paths: int  # full paths of the done questions
+    llm_hours_per_question: float | None  # measured on the questions built at this level
+    eta_hours: float | None  # LLM time left for this level at that rate
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    directory: str
+    system: str
+    space: str
+    questions: int
+    configs: int
+    levels: list[LevelStatus]
+    entries: int  # stored responses = LLM calls made
+    llm_hours: float
+    shards: int
+    bytes: int
+
+    def lines(self) -> list[str]:
+        out = [f"table {self.directory} ({self.system}, space {self.space}, "
+               f"{self.configs} configs, {self.questions} questions)"]
+        for lv in self.levels:
+            rate = ("" if lv.llm_hours_per_question is None
+                    else f", {lv.llm_hours_per_question * 60:.1f} LLM min/question")
+            eta = "" if lv.eta_hours is None else f", ETA {lv.eta_hours:.1f} LLM hours"
+            out.append(f"{lv.level}: {lv.done}/{self.questions} questions, {lv.paths} paths"
+                       f"{rate}{eta}")
+        out.append(f"{self.entries} LLM calls stored, {self.llm_hours:.2f} LLM hours; "
+                   f"{self.shards} shards, {self.bytes / 1e6:.2f} MB")
+        return out
+
+
+class Table:
+    """A table directory (``space.json`` + ``shards/``), loaded and verified.
+
+    Raises:
+        ConfigError: no or malformed ``space.json``.
+        TableError: a corrupt, truncated or foreign shard (one line naming it).
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.space = CandidateSpace.load(self.directory)
+        self.shards = ShardSet(self.directory, self.space.system, self.space.digest)
+
+    def lms(self) -> dict[str, ReplayLM]:
+        """Replay backends for every model the table's system calls."""
+        return {m: ReplayLM(self.shards, m, str(self.directory))
+                for m in models_of(self.space.task())}
+
+    def status(self) -> TableStatus:
+        total = len(self.space.questions)
+        levels = []
+        for level in LEVELS:
+            done = [d for d in self.shards.done_at(level)]
+            n = sum(self.shards.is_done(q, level) for q in self.space.questions)
+            # a question's calls land at the level that first needed them: rate per level
+            rate = sum(d.llm_s for d in done) / len(done) / 3600 if done else None
+            levels.append(LevelStatus(level, n, sum(d.paths for d in done), rate,
+                                      None if rate is None else rate * (total - n)))
+        return TableStatus(str(self.directory), self.space.system, self.space.digest, total,
+                           self.space.n_configs(), levels, len(self.shards.entries),
+                           sum(e.latency_s for e in self.shards.entries.values()) / 3600,
+                           len(self.shards.shard_files),
+                           sum(p.stat().st_size for p in self.shards.shard_files))

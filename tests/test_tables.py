@@ -1,0 +1,163 @@
+"""Replay tables: space, shards, build/resume and replay logic (a fake LM: pure logic only)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from coalign.errors import ConfigError
+from coalign.runner import build_runtime, evaluate, load_dataset
+from coalign.systems._multihop import ANSWER, EXTRACT, REWRITE
+from coalign.tables import (
+    CandidateSpace,
+    ReplayMiss,
+    Samples,
+    ShardSet,
+    Table,
+    TableError,
+    build_table,
+)
+from tests.fakes import FakeLM
+
+
+def _answer(request) -> str:
+    """Deterministic per request (sample index and temperature included)."""
+    h = hashlib.sha256(repr(request).encode()).hexdigest()
+    return f"ans {h[:6]}"
+
+
+def make_space(n_questions: int = 3, samples: int = 1) -> CandidateSpace:
+    ids = tuple(e.id for e in load_dataset("hotpotqa", limit=n_questions))
+    return CandidateSpace(
+        system="multihop_qa", dataset="hotpotqa", questions=ids,
+        params={"question_rewriter.prompt": ({"instruction": REWRITE, "demos": []},),
+                "retriever.k": (3, 1),
+                "info_extractor.prompt": ({"instruction": EXTRACT, "demos": []},
+                                          {"instruction": EXTRACT + " Be concise.", "demos": []}),
+                "answer_generator.prompt": ({"instruction": ANSWER, "demos": []},
+                                            {"instruction": "Short answer.", "demos": []})},
+        options={"ks": [3, 1]}, samples=Samples(samples, 0.9))
+
+
+def build(directory: Path, space: CandidateSpace, **kw):
+    space.save(directory)
+    lms: list[FakeLM] = []
+
+    def factory(model: str) -> FakeLM:
+        lms.append(FakeLM(_answer, name=f"llamacpp:{model}"))
+        return lms[-1]
+
+    report = build_table(directory, lm_factory=factory, **kw)
+    return report, sum(lm.calls for lm in lms)
+
+
+def entries(directory: Path, space: CandidateSpace) -> dict[str, str]:
+    return {k: e.text for k, e in ShardSet(directory, space.system, space.digest).entries.items()}
+
+
+def test_space_checks_and_roundtrip(tmp_path: Path) -> None:
+    space = make_space()
+    assert space.n_configs() == 8
+    loaded = CandidateSpace.load(space.save(tmp_path).parent)
+    assert loaded.digest == space.digest and loaded.questions == space.questions
+    with pytest.raises(ConfigError, match="first value of retriever.k"):
+        CandidateSpace(system="multihop_qa", dataset="hotpotqa", questions=("a",),
+                       params={"retriever.k": (5, 3)})
+    with pytest.raises(ConfigError, match="has no param 'temperature'"):
+        CandidateSpace(system="multihop_qa", dataset="hotpotqa", questions=("a",),
+                       params={"retriever.temperature": (1,)})
+    text = (tmp_path / "space.json").read_text().replace('"k": [\n  3', '"k": [\n  5')
+    (tmp_path / "space.json").write_text(text.replace("Short answer.", "Tiny answer."))
+    with pytest.raises(ConfigError, match="edited by hand"):
+        CandidateSpace.load(tmp_path)
+
+
+def test_tree_counts_every_path_and_samples(tmp_path: Path) -> None:
+    space = make_space(n_questions=1, samples=1)
+    report, calls = build(tmp_path, space)
+    assert report.done == 1 and report.built_now == 1
+    # greedy paths 1*2*2*2 = 8; a sample at the rewriter adds 1*2*2*2, at the extractor
+    # 2 (passage sets) * 2 values * 1 sample * 2 answers, at the answer 8 greedy nodes * 1
+    assert Table(tmp_path).shards.done[space.questions[0], "samples"].paths == 8 + 8 + 8 + 8
+    assert calls == len(entries(tmp_path, space)) > 0
+
+
+def test_killed_build_resumes_from_a_fresh_clone_with_no_repeated_call(tmp_path: Path) -> None:
+    space = make_space(n_questions=3)
+    straight, straight_calls = build(tmp_path / "straight", space)
+    part, first_calls = build(tmp_path / "a", space, limit=1)
+    assert part.stopped_early and part.done == 1
+    clone = tmp_path / "clone"  # what git clone brings: space.json and the sealed shards only
+    shutil.copytree(tmp_path / "a", clone, ignore=shutil.ignore_patterns("journal-*"))
+    resumed, resumed_calls = build(clone, space)
+    assert resumed.done == 3 and resumed.built_now == 2
+    assert first_calls + resumed_calls == straight_calls  # zero repeated calls
+    assert entries(clone, space) == entries(tmp_path / "straight", space)
+    again, again_calls = build(clone, space)
+    assert again_calls == 0 and again.built_now == 0 and not again.shards_written
+
+
+def test_journal_of_a_killed_build_is_sealed_on_restart(tmp_path: Path) -> None:
+    space = make_space(n_questions=1)
+    space.save(tmp_path)
+    shards = ShardSet(tmp_path, space.system, space.digest, writer=True)
+    from coalign.tables import Entry
+
+    shards.append("k1", Entry("one", 1, 1, "m", 0.1))
+    shards.append("k2", Entry("two", 1, 1, "m", 0.1))
+    journal = next(tmp_path.glob("journal-*.jsonl"))
+    shards._journal.close()  # the process dies: no seal; its last line torn mid-write
+    shards._journal = None
+    with journal.open("a") as f:
+        f.write('{"key": "k3", "te')
+    # another process id would own a new journal; recovery reads this one
+    recovered = ShardSet(tmp_path, space.system, space.digest, writer=True)
+    assert {k: e.text for k, e in recovered.entries.items()} == {"k1": "one", "k2": "two"}
+    assert not journal.exists() and len(list((tmp_path / "shards").iterdir())) == 1
+
+
+def test_bad_shards_are_refused_in_one_line_and_never_overwritten(tmp_path: Path) -> None:
+    space = make_space(n_questions=1)
+    build(tmp_path, space)
+    shard = next((tmp_path / "shards").glob("*.jsonl.gz"))
+    good = shard.read_bytes()
+    shard.write_bytes(good[: len(good) // 2])  # truncated
+    with pytest.raises(TableError, match="corrupt or truncated") as exc:
+        Table(tmp_path)
+    assert "\n" not in str(exc.value)
+    assert shard.read_bytes() == good[: len(good) // 2]  # left for the user to restore
+    raw = gzip.decompress(good).replace(b"ans ", b"ANS ")
+    shard.write_bytes(gzip.compress(raw))
+    with pytest.raises(TableError, match="does not match its name"):
+        Table(tmp_path)
+    shard.write_bytes(good)
+    other = make_space(n_questions=1, samples=2)  # another candidate space
+    other_dir = tmp_path / "other"
+    other.save(other_dir)
+    (other_dir / "shards").mkdir()
+    shutil.copy(shard, other_dir / "shards" / shard.name)
+    with pytest.raises(TableError, match="belongs to candidate space"):
+        Table(other_dir)
+
+
+def test_replay_answers_in_space_and_names_a_request_outside_it(tmp_path: Path) -> None:
+    space = make_space(n_questions=2)
+    build(tmp_path, space)
+    task = space.task()
+    examples = load_dataset("hotpotqa", limit=2)
+    runtime, meter = build_runtime(["qwen2.5-0.5b"], None, lm=f"replay:{tmp_path}")
+    config = task.system.default_config().with_value("retriever", "k", 1)
+    result = evaluate(task, examples, config, runtime)
+    assert len(result.traces) == 2 and result.usage.calls > 0 and result.usage.cache_hits == 0
+    outside = config.with_value("answer_generator", "prompt", "Never tabled.")
+    with pytest.raises(ReplayMiss) as exc:
+        evaluate(task, examples[:1], outside, runtime)
+    message = str(exc.value)
+    assert "answer_generator" in message and examples[0].id in message
+    assert "Never tabled." in message and "\n" not in message
+    with pytest.raises(ReplayMiss, match="question_rewriter"):
+        evaluate(task, load_dataset("hotpotqa", limit=3)[2:], config, runtime)
