@@ -125,7 +125,7 @@ def multihop_space(pool: int, cache: Path) -> CandidateSpace:
                           params={k: tuple(v) for k, v in params.items()},
                           options={"ks": [3, 5], "query_sources": ["query", "question"],
                                    "layout": LAYOUT},
-                          samples=Samples(2, 0.9), notes=notes)
+                          samples=Samples(2, 1.0), notes=notes)
 
 
 def main() -> None:

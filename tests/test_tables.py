@@ -40,7 +40,7 @@ def make_space(n_questions: int = 3, samples: int = 1) -> CandidateSpace:
                                           {"instruction": EXTRACT + " Be concise.", "demos": []}),
                 "answer_generator.prompt": ({"instruction": ANSWER, "demos": []},
                                             {"instruction": "Short answer.", "demos": []})},
-        options={"ks": [3, 1]}, samples=Samples(samples, 0.9))
+        options={"ks": [3, 1]}, samples=Samples(samples, 1.0))
 
 
 def build(directory: Path, space: CandidateSpace, **kw):
@@ -147,7 +147,7 @@ def test_bad_shards_are_refused_in_one_line_and_never_overwritten(tmp_path: Path
 def test_replay_answers_in_space_and_names_a_request_outside_it(tmp_path: Path) -> None:
     space = make_space(n_questions=2)
     build(tmp_path, space)
-    task = space.task()
+    task = space.task(finite=False)  # can ask what the table does not hold
     examples = load_dataset("hotpotqa", limit=2)
     runtime, meter = build_runtime(["qwen2.5-0.5b"], None, lm=f"replay:{tmp_path}")
     config = task.system.default_config().with_value("retriever", "k", 1)
@@ -161,3 +161,87 @@ def test_replay_answers_in_space_and_names_a_request_outside_it(tmp_path: Path) 
     assert "Never tabled." in message and "\n" not in message
     with pytest.raises(ReplayMiss, match="question_rewriter"):
         evaluate(task, load_dataset("hotpotqa", limit=3)[2:], config, runtime)
+
+
+def test_cli_status_replay_evaluate_and_bad_input_in_one_line(tmp_path: Path) -> None:
+    import json
+
+    from tests.test_cli_core import one_line_error, run_cli
+
+    space = make_space(n_questions=2)
+    build(tmp_path / "t", space, level="greedy")
+    status = run_cli("table", "status", str(tmp_path / "t"), "--json")
+    assert status.returncode == 0, status.stderr
+    levels = {lv["level"]: lv for lv in json.loads(status.stdout)["levels"]}
+    assert levels["greedy"]["done"] == 2 and levels["samples"]["done"] == 0
+    out = tmp_path / "eval.json"
+    ok = run_cli("evaluate", "multihop_qa", "--data", "hotpotqa", "--limit", "2", "--lm",
+                 f"replay:{tmp_path / 't'}", "--run-dir", str(tmp_path / "run"), "--json",
+                 str(out))
+    assert ok.returncode == 0, ok.stderr
+    assert set(json.loads(out.read_text())["scores"]) == set(space.questions)
+    # a config outside the space, a question outside the pool, a foreign system, no table
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"answer_generator": {"prompt": "Not in the table."}}))
+    err = one_line_error(run_cli("evaluate", "multihop_qa", "--data", "hotpotqa", "--limit",
+                                 "1", "--lm", f"replay:{tmp_path / 't'}", "--config", str(cfg),
+                                 "--run-dir", str(tmp_path / "run2")))
+    assert "answer_generator.prompt" in err and "not one of the param's 2 candidates" in err
+    err = one_line_error(run_cli("evaluate", "multihop_qa", "--data", "hotpotqa", "--limit",
+                                 "3", "--lm", f"replay:{tmp_path / 't'}", "--run-dir",
+                                 str(tmp_path / "run3")))
+    assert "question_rewriter" in err and "not in replay table" in err
+    err = one_line_error(run_cli("evaluate", "pubmedqa_select", "--lm",
+                                 f"replay:{tmp_path / 't'}", "--run-dir", str(tmp_path / "r4")))
+    assert "is for system 'multihop_qa'" in err
+    err = one_line_error(run_cli("table", "status", str(tmp_path / "none")))
+    assert "not a replay table" in err
+    shard = next((tmp_path / "t" / "shards").glob("*.jsonl.gz"))
+    shard.write_bytes(shard.read_bytes()[:100])
+    err = one_line_error(run_cli("table", "status", str(tmp_path / "t")))
+    assert "corrupt or truncated" in err and shard.name in err
+    err = one_line_error(run_cli("table", "build", str(tmp_path / "t"), "--part", "x"))
+    assert "--part" in err
+
+
+def test_build_parts_split_the_pool(tmp_path: Path) -> None:
+    space = make_space(n_questions=3)
+    first, _ = build(tmp_path, space, level="greedy", part=(0, 2))
+    assert first.total == 2 and first.done == 2
+    second, _ = build(tmp_path, space, level="greedy", part=(1, 2))
+    assert second.total == 1 and second.done == 1
+    table = Table(tmp_path)
+    assert table.status().levels[0].done == 3 and table.status().levels[1].done == 0
+    with pytest.raises(ConfigError, match="build part 2/2"):
+        build_table(tmp_path, part=(2, 2))
+
+
+def test_optimizers_on_replay_stay_inside_the_table(tmp_path: Path) -> None:
+    """The loop, random search, grid search and REINFORCE run on a table with zero misses: a
+    finite task's text params choose among the table's candidates."""
+    from coalign.job import Job, parse_run_config
+    from coalign.optimize._baselines import grid_search, random_search
+    from coalign.optimize._reinforce import reinforce_search
+
+    space = make_space(n_questions=6, samples=2)
+    build(tmp_path / "t", space)
+    cfg = parse_run_config({
+        "system": "multihop_qa", "data": "hotpotqa", "lm": f"replay:{tmp_path / 't'}",
+        "backbone": "hashing", "split": {"train": 2, "val": 2, "test": 2},
+        "budget": {"iterations": 2, "search_size": 2, "fresh_inputs": 2, "rollout_n": 2}})
+    job = Job.open(cfg, tmp_path / "run")
+    steps = job.optimizer.run()
+    assert steps and sum(job.optimizer.ledger().llm_calls.values()) > 0  # replayed calls
+    prompts = space.params["answer_generator.prompt"]
+    final = job.optimizer.config.to_json()["answer_generator"]["prompt"]
+    assert final in [dict(v) for v in prompts]
+    before, after = job.evaluate_test()
+    assert 0 <= before.mean_reward <= 1 and 0 <= after.mean_reward <= 1
+
+    task, runtime = job.task, job.optimizer.runtime
+    grid = grid_search(task, job.val, runtime, budget_runs=1000)
+    assert len(grid.tried) == space.n_configs() == 8
+    assert random_search(task, job.val, runtime, budget_runs=12, seed=1).tried
+    assert reinforce_search(task, job.train, job.val, runtime, budget_runs=12).best_score >= 0
+    with pytest.raises(ConfigError, match="'proposer' is not used on replay"):
+        Job.open(cfg.model_copy(update={"proposer": "qwen2.5-0.5b"}), tmp_path / "run2")

@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from coalign.errors import GraphError
+from coalign.errors import ConfigError, GraphError
 from coalign.pairs import canonical_json
 
 if TYPE_CHECKING:
@@ -60,7 +60,10 @@ class SystemConfig(Mapping[str, Mapping[str, Any]]):
             for pname, raw in params.items():
                 if pname not in specs:
                     raise GraphError(f"unknown param {pname!r} of component {comp_name!r}")
-                values.setdefault(comp_name, {})[pname] = specs[pname].from_json(raw)
+                try:
+                    values.setdefault(comp_name, {})[pname] = specs[pname].from_json(raw)
+                except ConfigError as exc:
+                    raise ConfigError(f"{comp_name}.{pname}: {exc}") from None
         return cls(system, values)
 
     @property

@@ -87,6 +87,9 @@ class RunConfig(_Strict):
     cost_weight: float = Field(0.0, ge=0)  # local-reward units given up per unit of cost
     seed: int = 0
     workers: int = 1
+    # "replay:DIR": every LLM call answered by the replay table in DIR (docs/tables.md); the
+    # system, its candidate values and the question pool are then the table's
+    lm: str | None = None
 
     @property
     def digest(self) -> str:
@@ -131,14 +134,16 @@ class Job:
         """Build (or reopen) the job in ``run_dir``; a different config there is refused."""
         if cfg.system not in SYSTEMS:
             raise ConfigError(f"unknown system {cfg.system!r}; available: {sorted(SYSTEMS)}")
-        task = SYSTEMS[cfg.system](cfg.model)
+        task, pool = _replay_task(cfg) if cfg.lm is not None else (
+            SYSTEMS[cfg.system](cfg.model), None)
         try:
             task.system.set_defaults(cfg.start)
         except ConfigError as exc:
             raise ConfigError(f"run config field 'start': {exc}") from None
         costs = choice_costs(task, cfg.choice_costs)  # checked before the run dir is touched
         s = cfg.split
-        examples = load_dataset(cfg.data, s.train + s.val + s.test, cfg.seed)
+        examples = pool if pool is not None else load_dataset(cfg.data, s.train + s.val + s.test,
+                                                              cfg.seed)
         if len(examples) < s.train + s.val + s.test:
             raise ConfigError(f"dataset {cfg.data!r} has {len(examples)} examples; the split "
                               f"needs {s.train + s.val + s.test}")
@@ -163,7 +168,7 @@ class Job:
             store.set_meta("system", cfg.system)
         models = sorted(set(models_of(task)) | ({cfg.proposer} if cfg.proposer else set()))
         runtime, _ = build_runtime(models, run_dir / CACHE_NAME, max_workers=cfg.workers,
-                                   seed=cfg.seed)
+                                   seed=cfg.seed, lm=cfg.lm)
         reward = LocalRewardModel(make_backbone(cfg.backbone),
                                   {c.name: c.description for c in task.system.components})
         b = cfg.budget
@@ -250,3 +255,25 @@ def resume_config(run_dir: Path) -> RunConfig:
     if raw is None:
         raise ConfigError(f"{run_dir} has no run config: it was not made by coalign optimize")
     return parse_run_config(raw, f"{run_dir} run config")
+
+
+def _replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
+    """The table's system (each tabled param limited to its candidates) and question pool."""
+    from coalign.runner import REPLAY
+    from coalign.tables import CandidateSpace, pool_examples
+
+    if cfg.lm is None or not cfg.lm.startswith(REPLAY):
+        raise ConfigError(f"run config field 'lm': expected replay:DIR, got {cfg.lm!r}")
+    space = CandidateSpace.load(Path(cfg.lm[len(REPLAY):]))
+    if space.system != cfg.system or space.dataset != cfg.data:
+        raise ConfigError(f"run config: replay table {cfg.lm[len(REPLAY):]} holds "
+                          f"{space.system} on {space.dataset}, not {cfg.system} on {cfg.data}")
+    if cfg.proposer is not None:
+        raise ConfigError("run config: 'proposer' is not used on replay (text params choose "
+                          "among the table's candidates); remove it")
+    if cfg.budget.rollout_n > space.samples.n:
+        raise ConfigError(f"run config field 'budget.rollout_n': {cfg.budget.rollout_n} samples "
+                          f"per rollout, the replay table holds {space.samples.n}; use "
+                          f"rollout_n: {space.samples.n}")
+    return space.task(), pool_examples(space)
+

@@ -75,11 +75,18 @@ class Param:
 
 
 class Text(Param):
+    """An instruction with demos. ``candidates`` makes the space finite (e.g. a replay table's):
+    the value must then be one of them, and optimizers choose among them instead of writing
+    new instructions."""
+
     kind = "text"
 
     def __init__(self, instruction: str | TextValue, demos: Sequence[dict[str, str]] = (),
-                 *, max_demos: int = 4, scope: Scope = "global", description: str = "") -> None:
+                 *, max_demos: int = 4, scope: Scope = "global", description: str = "",
+                 candidates: Sequence[TextValue | str] = ()) -> None:
         self.max_demos = max_demos
+        self.candidates: tuple[TextValue, ...] = ()
+        self.candidates = tuple(self.validate(c) for c in candidates)
         value = instruction if isinstance(instruction, TextValue) else TextValue(
             instruction, tuple(dict(d) for d in demos))
         super().__init__(value, scope=scope, description=description)
@@ -92,6 +99,10 @@ class Text(Param):
         if len(value.demos) > self.max_demos:
             raise ConfigError(f"Text param allows at most {self.max_demos} demos, "
                               f"got {len(value.demos)}")
+        if self.candidates and value not in self.candidates:
+            shown = " ".join(value.instruction.split())[:60]
+            raise ConfigError(f"Text value {shown!r} (with {len(value.demos)} demos) is not one "
+                              f"of the param's {len(self.candidates)} candidates")
         return value
 
     def to_json(self, value: TextValue) -> Any:
@@ -101,7 +112,10 @@ class Text(Param):
         return self.validate(TextValue.from_json(data))
 
     def space(self) -> dict[str, Any]:
-        return {**super().space(), "max_demos": self.max_demos}
+        out = {**super().space(), "max_demos": self.max_demos}
+        if self.candidates:
+            out["candidates"] = len(self.candidates)
+        return out
 
 
 class Choice(Param):

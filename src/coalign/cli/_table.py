@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from coalign.cli._app import app
+from coalign.errors import ConfigError
 
 console = Console(highlight=False)
 table_app = typer.Typer(help="Replay tables: build them once, replay with zero LLM calls.",
@@ -23,6 +24,8 @@ def build_cmd(
     minutes: float = typer.Option(None, help="stop cleanly after this many minutes"),
     limit: int = typer.Option(None, help="build at most this many more questions"),
     seal_every: int = typer.Option(5, help="seal a shard every N finished questions"),
+    part: str = typer.Option("0/1", help="I/N: build only every N-th question from the I-th "
+                             "(N processes share a build)"),
     level: str = typer.Option("samples", help="greedy (every config's outputs) or samples "
                               "(also the temperature samples rollouts draw)"),
 ) -> None:
@@ -33,7 +36,10 @@ def build_cmd(
         console.print(f"{done.question}: {done.paths} paths, {done.llm_calls} calls, "
                       f"{done.llm_s:.0f} s LLM  ({n_done}/{total} questions)", markup=False)
 
-    report = build_table(directory, level=level, minutes=minutes, limit=limit,
+    i, _, n = part.partition("/")
+    if not (i.isdigit() and n.isdigit()):
+        raise ConfigError(f"--part {part!r}: expected I/N, e.g. 0/2")
+    report = build_table(directory, level=level, part=(int(i), int(n)), minutes=minutes, limit=limit,
                          seal_every=seal_every,
                          on_question=progress)
     console.print(f"built {report.built_now} question(s) now, {report.llm_calls} LLM calls, "

@@ -55,6 +55,8 @@ def _score(task: Task, config: SystemConfig, val: Sequence[Example], runtime: Ru
 def _random_value(spec: Any, current: Any, rng: random.Random) -> Any:
     if spec.kind == "choice":
         return rng.choice(spec.options)
+    if spec.kind == "text" and spec.candidates:
+        return rng.choice(spec.candidates)
     if spec.kind == "text":
         edit = EDITS[rng.randrange(len(EDITS))]
         return TextValue(edit(current.instruction), current.demos)
@@ -98,13 +100,14 @@ def random_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_r
 def grid_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_runs: float,
                 components: Sequence[str] | None = None,
                 on_trial: OnTrial | None = None) -> SearchResult:
-    """Every combination of the ``Choice`` params, in order, within ``budget_runs``."""
+    """Every combination of the ``Choice`` params (and of ``Text`` params with candidates), in
+    order, within ``budget_runs``."""
     system = task.system
     account = CostAccount([c.name for c in system.components])
     names = components or [c.name for c in system.components if c.params]
-    axes = [(c, p, spec.options) for c in names
+    axes = [(c, p, spec.options if spec.kind == "choice" else spec.candidates) for c in names
             for p, spec in system.component(c).params.items()
-            if spec.kind == "choice"]
+            if spec.kind == "choice" or (spec.kind == "text" and spec.candidates)]
     result = SearchResult(system.default_config(), float("-inf"), [], account)
     for combo in itertools.product(*(opts for _, _, opts in axes)):
         if account.equivalent_runs() + len(val) > budget_runs:

@@ -152,6 +152,9 @@ class Optimizer(Proposing):
                                          choice_key=param.scope == "per_instance"))
             elif param.kind in ("text", "weights"):  # sampled outputs (a policy samples orders)
                 specs.append(RolloutSpec(n=self.s.rollout_n, temperature=self.s.temperature))
+            if param.kind == "text" and param.candidates:  # a finite space: every candidate
+                specs.append(RolloutSpec(param=name, alternatives=param.candidates))
+                continue
             if param.kind == "text" and self.s.text_alternatives and "text" in self.optimizers:
                 current = self.config[component][name]
                 rng = random.Random(f"{self.s.seed}:alternatives:{component}.{name}")

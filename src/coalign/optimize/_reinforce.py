@@ -112,8 +112,8 @@ def _slots(task: Task, names: Sequence[str],
         for pname, spec in system.component(comp).params.items():
             if spec.kind == "choice":  # a per-instance one too, as one global option
                 options = list(spec.options)
-            elif spec.kind == "text":
-                options = _text_pool(default[comp][pname])
+            elif spec.kind == "text":  # a finite space's candidates, else edits of the start
+                options = list(spec.candidates) or _text_pool(default[comp][pname])
             elif spec.kind == "weights":
                 policy, wspec = policy_of(task, comp, pname)
                 module = wspec.build(default[comp][pname])

@@ -96,6 +96,10 @@ class TextOptimizer(BaseLocalOptimizer):
                 ctx.history.append(pool[key])
 
         score(ctx.current)
+        if isinstance(spec, Text) and spec.candidates:  # a finite space: rank all of it
+            for value in spec.candidates:
+                score(value)
+            return self._best_open(ctx, pool)
         # without a proposer LM its turns go to the other sources instead of being wasted
         sources = ([self._from_proposer] if ctx.proposer else []) + [self._from_edit,
                                                                      self._from_demos]
@@ -107,6 +111,10 @@ class TextOptimizer(BaseLocalOptimizer):
                 turn += 1
                 if candidate is not None and isinstance(spec, Text):
                     score(spec.validate(candidate))
+        return self._best_open(ctx, pool)
+
+    @staticmethod
+    def _best_open(ctx: LocalContext, pool: dict[str, tuple[TextValue, float]]) -> Any:
         # a value the gate already rejected under this config would only be rejected again
         open_ = [vs for vs in pool.values() if not ctx.was_rejected(vs[0])]
         if not open_:

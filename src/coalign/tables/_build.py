@@ -132,19 +132,24 @@ def expand(task: Task, space: CandidateSpace, example: Example, runtime: Runtime
 
 def build_table(directory: Path, *, level: str = "samples", minutes: float | None = None,
                 limit: int | None = None, seal_every: int = 5,
+                part: tuple[int, int] = (0, 1),
                 lm_factory: Callable[[str], LM] = live_lm,
                 on_question: Callable[[Done, int, int], None] | None = None) -> BuildReport:
     """Extend the table in ``directory`` question by question to ``level`` (``greedy``: every
     config's outputs; ``samples``: also the temperature samples) until done, ``limit`` new
     questions, or ``minutes`` (checked between questions; a question is never left half-marked).
 
-    A shard is sealed every ``seal_every`` finished questions and at the end.
+    A shard is sealed every ``seal_every`` finished questions and at the end. ``part=(i, n)``
+    builds only the pool's questions i, i + n, ...: n processes share a build (each model
+    replica with its own journal; questions share no LLM call).
     """
+    if not 0 <= part[0] < part[1]:
+        raise ConfigError(f"build part {part[0]}/{part[1]}: expected 0 <= i < n")
     if level not in LEVELS:
         raise ConfigError(f"table level must be one of {list(LEVELS)}, got {level!r}")
     space = CandidateSpace.load(directory)
     task = space.task()
-    examples = pool_examples(space)
+    examples = pool_examples(space)[part[0]::part[1]]
     shards = ShardSet(directory, space.system, space.digest, writer=True)
     written = list(shards.shard_files)
     recorders = {m: RecordingLM(shards, lm_factory(m), m) for m in models_of(task)}

@@ -20,6 +20,7 @@ from typing import Any
 from coalign.config import SystemConfig
 from coalign.errors import ConfigError
 from coalign.pairs import canonical_json
+from coalign.params import Choice, Text
 from coalign.systems import multihop_qa, pubmedqa_select
 from coalign.task import Task
 
@@ -35,10 +36,11 @@ SYSTEMS: dict[str, Callable[..., Task]] = {
 
 @dataclass(frozen=True)
 class Samples:
-    """Temperature samples per LLM component and value, drawn where rollouts draw them."""
+    """Temperature samples per LLM component and value, drawn where rollouts draw them: a loop
+    on replay can use ``rollout_n <= n``; the temperature is the loop's rollout temperature."""
 
     n: int = 2
-    temperature: float = 0.9
+    temperature: float = 1.0
 
     def to_json(self) -> dict[str, Any]:
         return {"n": self.n, "temperature": self.temperature}
@@ -66,7 +68,7 @@ class CandidateSpace:
             raise ConfigError("space: 'questions' must be a non-empty list of distinct ids")
         if self.samples.n < 0 or self.samples.temperature <= 0:
             raise ConfigError("space: samples need n >= 0 and temperature > 0")
-        task = self.task()
+        task = self.task(finite=False)
         for key, values in self.params.items():
             comp, _, pname = key.partition(".")
             specs = task.system.component(comp).params
@@ -96,11 +98,28 @@ class CandidateSpace:
 
     # -- the system and its configurations -----------------------------------------------------
 
-    def task(self) -> Task:
+    def task(self, finite: bool = True) -> Task:
+        """The system with the space's options. ``finite``: each tabled param takes only its
+        candidate values (``Text`` candidates, ``Choice`` options), so optimizers and baselines
+        search the space the table answers."""
         try:
-            return SYSTEMS[self.system](self.model, **_tuples(self.options))
+            task = SYSTEMS[self.system](self.model, **_tuples(self.options))
         except TypeError as exc:
             raise ConfigError(f"space: bad options for {self.system} ({exc})") from None
+        if not finite:
+            return task
+        for key, values in self.params.items():
+            comp, _, pname = key.partition(".")
+            params = task.system.component(comp).params
+            spec = params.get(pname)
+            if isinstance(spec, Text):
+                params[pname] = Text(spec.default, max_demos=spec.max_demos, scope=spec.scope,
+                                     description=spec.description,
+                                     candidates=[spec.from_json(v) for v in values])
+            elif isinstance(spec, Choice):
+                params[pname] = Choice([spec.from_json(v) for v in values], spec.default,
+                                       scope=spec.scope, description=spec.description)
+        return task
 
     def component_values(self, task: Task, component: str) -> list[dict[str, Any]]:
         """Every combination of ``component``'s tabled params, as param -> parsed value."""
@@ -147,7 +166,7 @@ class CandidateSpace:
                         model=data.get("model", "qwen2.5-0.5b"),
                         options=dict(data.get("options") or {}),
                         samples=Samples(int(samples.get("n", 2)),
-                                        float(samples.get("temperature", 0.9))),
+                                        float(samples.get("temperature", 1.0))),
                         notes=dict(data.get("notes") or {}))
         except (KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"{where}: malformed candidate space ({type(exc).__name__}: "
