@@ -22,7 +22,7 @@ from pathlib import Path
 
 from coalign.runner import build_runtime, evaluate
 from coalign.systems import models_of
-from coalign.tables import Table, pool_examples
+from coalign.tables import Table
 
 
 def outputs(trace) -> list[str]:
@@ -38,10 +38,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     table = Table(args.table)
+    examples = table.finished("greedy")[: args.questions]
     space = table.space
     task = space.task()
-    done = {q for q in space.questions if table.shards.is_done(q, "greedy")}
-    examples = [e for e in pool_examples(space) if e.id in done][: args.questions]
     configs = list(space.configs(task))
     rng = random.Random(args.seed)
     chosen = [configs[0], *rng.sample(configs[1:], args.configs - 1)]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from coalign.runner import build_runtime, evaluate
 from coalign.systems import models_of
-from coalign.tables import Table, pool_examples
+from coalign.tables import Table
 
 
 def describe(config, space) -> dict:
@@ -45,9 +45,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     table = Table(args.table)
+    examples = table.finished(args.level)
     space = table.space
     task = space.task()
-    examples = [e for e in pool_examples(space) if table.shards.is_done(e.id, args.level)]
     if len(examples) < 2:
         raise SystemExit(f"only {len(examples)} finished question(s) in {args.table}")
     runtime, _ = build_runtime(models_of(task), None, max_workers=1,

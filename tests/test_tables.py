@@ -245,3 +245,18 @@ def test_optimizers_on_replay_stay_inside_the_table(tmp_path: Path) -> None:
     assert reinforce_search(task, job.train, job.val, runtime, budget_runs=12).best_score >= 0
     with pytest.raises(ConfigError, match="'proposer' is not used on replay"):
         Job.open(cfg.model_copy(update={"proposer": "qwen2.5-0.5b"}), tmp_path / "run2")
+
+
+def test_text_candidates_make_a_finite_space() -> None:
+    from coalign.params import Text, TextValue
+
+    spec = Text("a", candidates=["a", TextValue("b", ({"q": "x", "a": "y"},))])
+    assert spec.validate("a") == TextValue("a") and spec.space()["candidates"] == 2
+    with pytest.raises(ConfigError, match="'c' .* not one of the param's 2 candidates"):
+        spec.validate("c")
+    with pytest.raises(ConfigError, match="not one of"):
+        Text("z", candidates=["a", "b"])  # the start must be a candidate
+    finite = make_space().task()
+    answer = finite.system.component("answer_generator").params["prompt"]
+    assert [v.instruction for v in answer.candidates] == [ANSWER, "Short answer."]
+    assert finite.system.component("retriever").params["k"].options == (3, 1)

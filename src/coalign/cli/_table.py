@@ -39,9 +39,8 @@ def build_cmd(
     i, _, n = part.partition("/")
     if not (i.isdigit() and n.isdigit()):
         raise ConfigError(f"--part {part!r}: expected I/N, e.g. 0/2")
-    report = build_table(directory, level=level, part=(int(i), int(n)), minutes=minutes, limit=limit,
-                         seal_every=seal_every,
-                         on_question=progress)
+    report = build_table(directory, level=level, part=(int(i), int(n)), minutes=minutes,
+                         limit=limit, seal_every=seal_every, on_question=progress)
     console.print(f"built {report.built_now} question(s) now, {report.llm_calls} LLM calls, "
                   f"{report.llm_s / 3600:.2f} LLM hours; {report.done}/{report.total} done; "
                   f"{len(report.shards_written)} new shard(s)", markup=False)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from coalign.data import Example
 from coalign.systems import models_of
+from coalign.tables._build import pool_examples
 from coalign.tables._replay import ReplayLM
 from coalign.tables._shards import LEVELS, ShardSet
 from coalign.tables._space import CandidateSpace
@@ -64,6 +66,10 @@ class Table:
         """Replay backends for every model the table's system calls."""
         return {m: ReplayLM(self.shards, m, str(self.directory))
                 for m in models_of(self.space.task())}
+
+    def finished(self, level: str = "greedy") -> list[Example]:
+        """The pool's questions complete at ``level``, in pool order."""
+        return [e for e in pool_examples(self.space) if self.shards.is_done(e.id, level)]
 
     def status(self) -> TableStatus:
         total = len(self.space.questions)
