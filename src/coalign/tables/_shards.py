@@ -118,7 +118,11 @@ class ShardSet:
                     rec.get("question", "")))
 
     def _recover(self, path: Path) -> None:
-        with open(path, "rb") as handle:
+        try:
+            handle = open(path, "rb")  # noqa: SIM115
+        except FileNotFoundError:  # another build sealed it a moment ago
+            return
+        with handle:
             try:  # a journal locked by a build still running is that build's to seal
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -127,7 +131,7 @@ class ShardSet:
             if records:
                 self._write_shard(records)
                 self._absorb(records)
-            path.unlink()
+            path.unlink(missing_ok=True)
 
     # -- appending (builds) ----------------------------------------------------------------------
 
