@@ -7,12 +7,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from coalign.cli._app import app
 from coalign.errors import ConfigError
 
-console = Console(highlight=False)
 table_app = typer.Typer(help="Replay tables: build them once, replay with zero LLM calls.",
                         no_args_is_help=True)
 app.add_typer(table_app, name="table")
@@ -33,17 +31,17 @@ def build_cmd(
     from coalign.tables import build_table
 
     def progress(done, n_done: int, total: int) -> None:
-        console.print(f"{done.question}: {done.paths} paths, {done.llm_calls} calls, "
-                      f"{done.llm_s:.0f} s LLM  ({n_done}/{total} questions)", markup=False)
+        typer.echo(f"{done.question}: {done.paths} paths, {done.llm_calls} calls, "
+                   f"{done.llm_s:.0f} s LLM  ({n_done}/{total} questions)")
 
     i, _, n = part.partition("/")
     if not (i.isdigit() and n.isdigit()):
         raise ConfigError(f"--part {part!r}: expected I/N, e.g. 0/2")
     report = build_table(directory, level=level, part=(int(i), int(n)), minutes=minutes,
                          limit=limit, seal_every=seal_every, on_question=progress)
-    console.print(f"built {report.built_now} question(s) now, {report.llm_calls} LLM calls, "
-                  f"{report.llm_s / 3600:.2f} LLM hours; {report.done}/{report.total} done; "
-                  f"{len(report.shards_written)} new shard(s)", markup=False)
+    typer.echo(f"built {report.built_now} question(s) now, {report.llm_calls} LLM calls, "
+               f"{report.llm_s / 3600:.2f} LLM hours; {report.done}/{report.total} done; "
+               f"{len(report.shards_written)} new shard(s)")
 
 
 @table_app.command("status")
@@ -59,4 +57,4 @@ def status_cmd(
         typer.echo(json.dumps(asdict(status), indent=1))
         return
     for line in status.lines():
-        console.print(line, markup=False)
+        typer.echo(line)

@@ -42,8 +42,10 @@ class TableStatus:
             rate = ("" if lv.llm_hours_per_question is None
                     else f", {lv.llm_hours_per_question * 60:.1f} LLM min/question")
             eta = "" if lv.eta_hours is None else f", ETA {lv.eta_hours:.1f} LLM hours"
-            out.append(f"{lv.level}: {lv.done}/{self.questions} questions, {lv.paths} paths"
-                       f"{rate}{eta}")
+            total = (f"/{self.configs * self.questions}" if lv.level == "greedy"
+                     else f" (~{lv.paths // lv.done if lv.done else 0} a question)")
+            out.append(f"{lv.level}: {lv.done}/{self.questions} questions, {lv.paths}{total} "
+                       f"paths{rate}{eta}")
         out.append(f"{self.entries} LLM calls stored, {self.llm_hours:.2f} LLM hours; "
                    f"{self.shards} shards, {self.bytes / 1e6:.2f} MB")
         return out
