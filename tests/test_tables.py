@@ -246,6 +246,17 @@ def test_optimizers_on_replay_stay_inside_the_table(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="'proposer' is not used on replay"):
         Job.open(cfg.model_copy(update={"proposer": "qwen2.5-0.5b"}), tmp_path / "run2")
 
+    # a greedy-only table: rollouts must draw from the candidates alone
+    build(tmp_path / "g", space, level="greedy")
+    raw = {**cfg.model_dump(exclude_defaults=True), "lm": f"replay:{tmp_path / 'g'}"}
+    with pytest.raises(ConfigError, match="samples for 0 of its 6 questions"):
+        Job.open(parse_run_config(raw), tmp_path / "run3")
+    raw["budget"] = {**raw["budget"], "rollout_n": 0}
+    greedy_job = Job.open(parse_run_config(raw), tmp_path / "run4")
+    assert greedy_job.optimizer.run()
+    with pytest.raises(ConfigError, match="use 0 .candidates only. or >= 2"):
+        parse_run_config({**raw, "budget": {"rollout_n": 1}})
+
 
 def test_text_candidates_make_a_finite_space() -> None:
     from coalign.params import Text, TextValue

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from coalign.config import SystemConfig
 from coalign.data import Example, split
@@ -61,11 +61,20 @@ class BudgetSpec(_Strict):
     iterations: int = Field(4, ge=0)
     search_size: int = Field(4, ge=1)
     fresh_inputs: int = Field(4, ge=1)
-    rollout_n: int = Field(3, ge=2)
+    # temperature samples per rollout input; 0: candidates only (text params with a finite
+    # candidate set, e.g. on replay, are compared under each candidate instead)
+    rollout_n: int = Field(3, ge=0)
     text_candidates: int = Field(3, ge=1)
     text_steps: int = Field(3, ge=1)
     text_alternatives: int = Field(0, ge=0)
     min_alignment: float = Field(0.5, ge=0, le=1)
+
+    @field_validator("rollout_n")
+    @classmethod
+    def _samples(cls, n: int) -> int:
+        if n == 1:
+            raise ValueError("a rollout compares samples: use 0 (candidates only) or >= 2")
+        return n
 
 
 class RunConfig(_Strict):
@@ -271,9 +280,20 @@ def _replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
     if cfg.proposer is not None:
         raise ConfigError("run config: 'proposer' is not used on replay (text params choose "
                           "among the table's candidates); remove it")
-    if cfg.budget.rollout_n > space.samples.n:
-        raise ConfigError(f"run config field 'budget.rollout_n': {cfg.budget.rollout_n} samples "
-                          f"per rollout, the replay table holds {space.samples.n}; use "
-                          f"rollout_n: {space.samples.n}")
-    return space.task(), pool_examples(space)
+    n = cfg.budget.rollout_n
+    if n > space.samples.n:
+        raise ConfigError(f"run config field 'budget.rollout_n': {n} samples per rollout, the "
+                          f"replay table holds {space.samples.n}; use rollout_n: "
+                          f"{space.samples.n} or 0")
+    pool = pool_examples(space)
+    if n:
+        from coalign.tables import ShardSet
+
+        shards = ShardSet(Path(cfg.lm[len(REPLAY):]), space.system, space.digest)
+        have = sum(shards.is_done(e.id, "samples") for e in pool)
+        if have < len(pool):
+            raise ConfigError(f"run config field 'budget.rollout_n': the replay table holds "
+                              f"temperature samples for {have} of its {len(pool)} questions; "
+                              "use rollout_n: 0 (candidates only) or build --level samples")
+    return space.task(), pool
 

@@ -150,7 +150,8 @@ class Optimizer(Proposing):
             if param.kind == "choice":
                 specs.append(RolloutSpec(param=name, alternatives=tuple(param.options),
                                          choice_key=param.scope == "per_instance"))
-            elif param.kind in ("text", "weights"):  # sampled outputs (a policy samples orders)
+            elif param.kind in ("text", "weights") and self.s.rollout_n:
+                # sampled outputs (a policy samples orders); rollout_n 0: candidates only
                 specs.append(RolloutSpec(n=self.s.rollout_n, temperature=self.s.temperature))
             if param.kind == "text" and param.candidates:  # a finite space: every candidate
                 specs.append(RolloutSpec(param=name, alternatives=param.candidates))

@@ -185,7 +185,8 @@ def build_table(directory: Path, *, level: str = "samples", minutes: float | Non
                 shards.seal()
                 since_seal = 0
             if on_question is not None:
-                on_question(done, len(shards.done_at(level)), len(examples))
+                on_question(done, sum(shards.is_done(e.id, level) for e in examples),
+                            len(examples))
     finally:
         shards.seal()
         for rec in recorders.values():
