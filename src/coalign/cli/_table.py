@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import asdict
 from pathlib import Path
 
@@ -30,6 +31,11 @@ def build_cmd(
     """Extend the table; kill it at any moment and rerun: no LLM call is repeated."""
     from coalign.tables import build_table
 
+    # SIGTERM (and SIGINT, which a shell ignores in background jobs) seal the journal on the
+    # way out, after the LLM call in flight returns; SIGKILL leaves it for the next build
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _interrupt)
+
     def progress(done, n_done: int, total: int) -> None:
         typer.echo(f"{done.question}: {done.paths} paths, {done.llm_calls} calls, "
                    f"{done.llm_s:.0f} s LLM  ({n_done}/{total} questions)")
@@ -37,11 +43,19 @@ def build_cmd(
     i, _, n = part.partition("/")
     if not (i.isdigit() and n.isdigit()):
         raise ConfigError(f"--part {part!r}: expected I/N, e.g. 0/2")
-    report = build_table(directory, level=level, part=(int(i), int(n)), minutes=minutes,
-                         limit=limit, seal_every=seal_every, on_question=progress)
+    try:
+        report = build_table(directory, level=level, part=(int(i), int(n)), minutes=minutes,
+                             limit=limit, seal_every=seal_every, on_question=progress)
+    except KeyboardInterrupt:
+        typer.echo("stopped: the journal is sealed; rerun to go on", err=True)
+        raise typer.Exit(130) from None
     typer.echo(f"built {report.built_now} question(s) now, {report.llm_calls} LLM calls, "
                f"{report.llm_s / 3600:.2f} LLM hours; {report.done}/{report.total} done; "
                f"{len(report.shards_written)} new shard(s)")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 @table_app.command("status")
