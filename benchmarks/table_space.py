@@ -37,7 +37,7 @@ SECOND_REWRITE = ("Write the names of the people, places, works and things the q
 
 
 def propose(lm, description: str, example: str, output: str, current: str,
-            tries: int = 12) -> tuple[str | None, int]:
+            tries: int = 12, max_shared: int = 3) -> tuple[str | None, int]:
     """The proposer LM's first clean instruction (the text optimizer's meta prompt)."""
     tried = f"- {current} (score 0.300)"
     prompt = META.format(description=description, example=example, output=output, tried=tried)
@@ -45,7 +45,7 @@ def propose(lm, description: str, example: str, output: str, current: str,
         text = first_line(lm.generate(chat(prompt, max_tokens=80, temperature=0.9,
                                            sample_index=i)).text,
                           ("instruction:", "new instruction:"))
-        clean = clean_proposal(text, example, current)
+        clean = clean_proposal(text, example, current, max_shared=max_shared)
         if clean:
             return clean, i
     return None, tries
@@ -128,14 +128,76 @@ def multihop_space(pool: int, cache: Path) -> CandidateSpace:
                           samples=Samples(2, 1.0), notes=notes)
 
 
+# Hand-written candidates for the code system, each aimed at a failure the probe showed: the
+# model names the function differently from the tests, or writes asserts with wrong expected
+# values, or rewrites working parts when fixing one.
+CODE_NAME = " Use exactly the function name and argument order that the example test uses."
+TESTS_SMALL = ("Write three assert statements for the function in the example test. Use small "
+               "inputs whose results you can work out exactly. Reply with only the asserts, "
+               "one per line.")
+REVISE_MINIMAL = ("Fix the code so that the failing tests pass, changing as little as possible "
+                  "and keeping the function name. Reply with only the code in one ```python "
+                  "block.")
+
+
+def code_space(pool: int, cache: Path) -> CandidateSpace:
+    from coalign.data import load_mbpp
+    from coalign.systems import code_gen
+
+    examples = load_mbpp(split="test")[:pool]
+    outside = load_mbpp(split="validation")  # bootstrap and proposer inputs: never the pool
+    task = code_gen("qwen2.5-0.5b", layout=LAYOUT)
+    runtime, _ = build_runtime(["qwen2.5-0.5b"], cache, max_workers=1)
+    lm = runtime.lm("qwen2.5-0.5b")
+    traces = bootstrap(task, outside, runtime, want=2)
+    if len(traces) < 2:
+        raise SystemExit(f"only {len(traces)} passing bootstrap runs; widen the outside set")
+    notes: dict[str, Any] = {"pool": f"first {pool} of the sanitized MBPP test split",
+                             "bootstrap_questions": [t.example_id for t in traces]}
+    gen = task.system.component("code_generator")
+    start = gen.params["prompt"].default
+    step = traces[0].step("code_generator")
+    # a task is a few words: one shared with the example already makes a task-specific
+    # instruction ("Write a function that filters out odd numbers from a list.")
+    proposed, tries = propose(lm, gen.description, render_fields(step.inputs, 600),
+                              render_value(step.outputs, 300), start.instruction, max_shared=0)
+    values = [start.to_json(), {"instruction": start.instruction + CODE_NAME, "demos": []}]
+    how = ["start", "hand-written: the example test's name and arguments"]
+    if proposed:
+        values.append({"instruction": proposed, "demos": []})
+        how.append(f"proposer LM (sample {tries})")
+    else:
+        values.append({"instruction": EDITS[4](start.instruction), "demos": []})
+        how.append(f"edit operator 4 (no clean proposal in {tries} proposer draws)")
+    values.append({"instruction": start.instruction,
+                   "demos": [demo(t.step("code_generator"), 600) for t in traces]})
+    how.append("bootstrapped demos (2, from passing runs on MBPP validation tasks)")
+    params: dict[str, list[Any]] = {"code_generator.prompt": values}
+    notes["code_generator.prompt"] = how
+    tests = task.system.component("test_generator").params["prompt"].default
+    params["test_generator.prompt"] = [tests.to_json(), {"instruction": TESTS_SMALL,
+                                                         "demos": []}]
+    notes["test_generator.prompt"] = ["start", "hand-written: small inputs, exact results"]
+    params["executor.keep"] = [3, 0, 1]
+    notes["executor.keep"] = ["generated asserts run with the example test"] * 3
+    revise = task.system.component("reviser").params["prompt"].default
+    params["reviser.prompt"] = [revise.to_json(), {"instruction": REVISE_MINIMAL, "demos": []}]
+    notes["reviser.prompt"] = ["start", "hand-written: minimal fix"]
+    return CandidateSpace(system="code_gen", dataset="mbpp",
+                          questions=tuple(e.id for e in examples),
+                          params={k: tuple(v) for k, v in params.items()},
+                          options={"layout": LAYOUT}, samples=Samples(0, 1.0), notes=notes)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("system", choices=["multihop_qa"])
+    parser.add_argument("system", choices=["multihop_qa", "code_gen"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--pool", type=int, default=200)
     parser.add_argument("--cache", type=Path, default=Path("runs/table_space/lm_cache.sqlite"))
     args = parser.parse_args()
-    space = multihop_space(args.pool, args.cache)
+    make = multihop_space if args.system == "multihop_qa" else code_space
+    space = make(args.pool, args.cache)
     path = space.save(args.out)
     print(json.dumps({"space": str(path), "digest": space.digest,
                       "configs": space.n_configs(), "questions": len(space.questions)}))

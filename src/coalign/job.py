@@ -3,7 +3,7 @@
 ```yaml
 system: multihop_qa          # a name from coalign.systems
 model: qwen2.5-0.5b          # task model (name or spec)
-data: world                  # world | hotpotqa | musique | pubmedqa | FILE.jsonl
+data: world                  # world | hotpotqa | musique | pubmedqa | mbpp | FILE.jsonl
 split: {train: 12, val: 8, test: 20, seed: 0}
 budget: {iterations: 4, search_size: 4, fresh_inputs: 4, rollout_n: 3}
 gate: strict                 # or bootstrap

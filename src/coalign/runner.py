@@ -16,7 +16,14 @@ from typing import Any
 
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
-from coalign.data import Example, load_hotpotqa, load_musique, load_pubmedqa, make_world
+from coalign.data import (
+    Example,
+    load_hotpotqa,
+    load_mbpp,
+    load_musique,
+    load_pubmedqa,
+    make_world,
+)
 from coalign.data._io import Fields, iter_jsonl
 from coalign.errors import ConfigError, DataError
 from coalign.lm import CachedLM, UsageMeter, make_lm
@@ -83,11 +90,13 @@ DATASETS: dict[str, Callable[[int | None, int], list[Example]]] = {
     "hotpotqa": lambda limit, seed: load_hotpotqa(limit=limit),
     "musique": lambda limit, seed: load_musique(limit=limit),
     "pubmedqa": lambda limit, seed: load_pubmedqa(limit=limit),
+    "mbpp": lambda limit, seed: load_mbpp(limit=limit),  # the sanitized test split
 }
 
 
 def load_dataset(spec: str, limit: int | None = None, seed: int = 0) -> list[Example]:
-    """A named dataset (``world``, ``hotpotqa``, ``musique``, ``pubmedqa``) or a JSONL path."""
+    """A named dataset (``world``, ``hotpotqa``, ``musique``, ``pubmedqa``, ``mbpp``) or a JSONL
+    path."""
     if spec in DATASETS:
         return DATASETS[spec](limit, seed)
     path = Path(spec)

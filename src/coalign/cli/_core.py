@@ -95,7 +95,8 @@ def print_result(title: str, task: Task, result: EvalResult) -> None:
 @app.command("evaluate")
 def evaluate_cmd(
     system: str = typer.Argument(..., help="system name, e.g. multihop_qa"),
-    data: str = typer.Option("world", help="world | hotpotqa | musique | pubmedqa | FILE.jsonl"),
+    data: str = typer.Option(
+        "world", help="world | hotpotqa | musique | pubmedqa | mbpp | FILE.jsonl"),
     limit: int = typer.Option(20, help="number of examples"),
     run_dir: Path = typer.Option(Path("runs/evaluate"), help="run store + LLM cache folder"),
     model: str = typer.Option("qwen2.5-0.5b", help="task model (name or spec)"),

@@ -1,6 +1,7 @@
-"""Datasets (local files and a generated world), answer metrics and the Example record."""
+"""Datasets (QA and code files, a generated world), answer metrics and the Example record."""
 
 from coalign.data._base import DataError, Example, split
+from coalign.data._code import MBPP_SPLITS, load_humaneval, load_mbpp
 from coalign.data._hotpotqa import load_hotpotqa
 from coalign.data._io import DATA_DIR_ENV, data_dir
 from coalign.data._metrics import (
@@ -19,6 +20,7 @@ from coalign.data._world import Entity, World, build_world, make_world
 
 __all__ = [
     "DATA_DIR_ENV",
+    "MBPP_SPLITS",
     "PUBMEDQA_LABELS",
     "DataError",
     "Entity",
@@ -33,6 +35,8 @@ __all__ = [
     "f1_score",
     "get_metric",
     "load_hotpotqa",
+    "load_humaneval",
+    "load_mbpp",
     "load_musique",
     "load_pubmedqa",
     "make_world",

@@ -1,5 +1,7 @@
-"""Ready-made systems: ``multihop_qa`` and the reference's worked toys."""
+"""Ready-made systems: ``multihop_qa``, ``pubmedqa_select``, ``code_gen`` and the reference's
+worked toys."""
 
+from coalign.systems._code import code_gen
 from coalign.systems._multihop import multihop_qa
 from coalign.systems._pubmed import pubmedqa_select
 from coalign.systems._registry import SYSTEMS, models_of
@@ -16,5 +18,5 @@ from coalign.systems._toys import (
 )
 
 __all__ = ["HINT_TOY", "MODEL_SELECTOR_TOY", "RETRIEVER_TOY", "SYSTEMS", "TOYS", "ProxySelector",
-           "TableSelector", "Toy", "mean_reward", "models_of", "multihop_qa", "pubmedqa_select",
-           "rollout_picks"]
+           "TableSelector", "Toy", "code_gen", "mean_reward", "models_of", "multihop_qa",
+           "pubmedqa_select", "rollout_picks"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from coalign.systems._code import code_gen
 from coalign.systems._multihop import multihop_qa
 from coalign.systems._pubmed import pubmedqa_select
 from coalign.task import Task
@@ -12,6 +13,7 @@ SYSTEMS: dict[str, Callable[[str], Task]] = {
     "multihop_qa": lambda model: multihop_qa(model),
     "multihop_qa_rerank": lambda model: multihop_qa(model, reranker=True),
     "pubmedqa_select": lambda model: pubmedqa_select(model),
+    "code_gen": lambda model: code_gen(model),
 }
 
 

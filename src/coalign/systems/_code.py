@@ -1,0 +1,125 @@
+"""``code_gen``: code generator -> test generator -> sandboxed executor -> reviser.
+
+The reference's code-generation system (verify, then regenerate): the generator writes a
+function from the task and one example test; the test generator writes more asserts from the
+task alone; the executor runs the code against the example test and the first ``keep``
+generated asserts in ``coalign.sandbox``; the reviser rewrites the code from the failures, and
+passes it through untouched when nothing failed (no LLM call). The global reward is pass@1 on
+the task's hidden tests, run in the same sandbox.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from coalign.component import Component, LLMComponent
+from coalign.data._base import Example
+from coalign.params import Choice
+from coalign.runtime import RunContext
+from coalign.sandbox import Limits, run_tests
+from coalign.system import System
+from coalign.task import Task
+
+GENERATE = ("Write a Python function that solves the task and passes the example test. "
+            "Reply with only the code in one ```python block.")
+WRITE_TESTS = ("Write three assert statements that test a correct solution of the task, in the "
+               "style of the example test. Reply with only the asserts, one per line.")
+REVISE = ("The code failed the tests in the feedback. Write a corrected version that solves the "
+          "task. Reply with only the code in one ```python block.")
+
+_FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:\n```|\Z)", re.DOTALL)
+# Object reprs carry memory addresses that change from run to run; feedback shown to the
+# reviser must not, or the same failure would give a different prompt each time.
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
+
+
+def extract_code(text: str) -> str:
+    """The first fenced code block of a reply (to its end when the reply was cut off), else
+    the whole reply."""
+    match = _FENCE.search(text)
+    return (match.group(1) if match else text).strip("\n")
+
+
+def extract_asserts(text: str, limit: int = 5) -> tuple[str, ...]:
+    """Distinct one-line ``assert`` statements in a reply, in order, at most ``limit``."""
+    found: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("assert ") and line not in found:
+            found.append(line)
+    return tuple(found[:limit])
+
+
+class TestRunner(Component):
+    """Runs the code against the example test plus the first ``keep`` generated asserts.
+
+    Output ``feedback``: empty when every test passed, else the failures (addresses masked).
+    """
+
+    def __init__(self, name: str = "executor", *, keep: Sequence[int] = (0, 1, 3),
+                 default_keep: int = 3, limits: Limits | None = None) -> None:
+        super().__init__(name, ["code", "tests", "example_test"], ["feedback"],
+                         params={"keep": Choice(list(keep), default_keep,
+                                                description="generated tests to run")},
+                         description="runs the code on the example test and generated tests")
+        self.limits = limits or Limits()
+
+    def forward(self, inputs: dict[str, Any], config: Mapping[str, Any],
+                ctx: RunContext) -> dict[str, Any]:
+        keep = self.param_value(config, "keep", inputs, ctx)
+        tests = [t for t in (inputs["example_test"], *inputs["tests"][:keep]) if t]
+        if not tests:
+            return {"feedback": ""}
+        result = run_tests(inputs["code"], tests, limits=self.limits)
+        return {"feedback": "" if result.passed else _ADDRESS.sub("0x…", result.feedback())}
+
+
+class Reviser(LLMComponent):
+    """An ``LLMComponent`` that rewrites code only when its feedback reports a failure."""
+
+    def forward(self, inputs: dict[str, Any], config: Mapping[str, Any],
+                ctx: RunContext) -> dict[str, Any]:
+        if not inputs["feedback"]:
+            return {self.output: inputs["code"]}
+        return super().forward(inputs, config, ctx)
+
+
+def pass_at_1(limits: Limits | None = None):
+    """The metric: 1.0 when the code passes every hidden test of the example, else 0.0."""
+    limits = limits or Limits()
+
+    def metric(code: Any, example: Example) -> float:
+        if not isinstance(code, str) or not code.strip():
+            return 0.0
+        result = run_tests(code, list(example.target), setup=example.meta.get("test_setup", ""),
+                           limits=limits)
+        return 1.0 if result.passed else 0.0
+
+    return metric
+
+
+def code_gen(model: str = "qwen2.5-0.5b", *, keep: Sequence[int] = (0, 1, 3),
+             default_keep: int = 3, layout: str = "instruction_first",
+             limits: Limits | None = None) -> Task:
+    """The verify-then-regenerate code system on MBPP / HumanEval-format examples
+    (``coalign.data.load_mbpp``), scored by pass@1.
+
+    ``keep``: the executor's choices of how many generated asserts to trust (0: only the
+    example test). ``limits``: the sandbox limits of the executor and of the metric.
+    """
+    components = [
+        LLMComponent("code_generator", ["task", "example_test"], "code", GENERATE, model=model,
+                     max_tokens=256, parse=extract_code, layout=layout,
+                     description="writes a Python function for the task"),
+        LLMComponent("test_generator", ["task", "example_test"], "tests", WRITE_TESTS,
+                     model=model, max_tokens=128, parse=extract_asserts, layout=layout,
+                     description="writes assert statements for the task"),
+        TestRunner(keep=keep, default_keep=default_keep, limits=limits),
+        Reviser("reviser", ["task", "example_test", "code", "feedback"], "final_code", REVISE,
+                model=model, max_tokens=256, parse=extract_code, layout=layout,
+                description="rewrites the code from the failed tests"),
+    ]
+    system = System("code_gen", components, inputs=["task", "example_test"], output="final_code")
+    return Task(system, pass_at_1(limits), "pass@1")
