@@ -10,6 +10,7 @@ the task's hidden tests, run in the same sandbox.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,7 +19,7 @@ from coalign.component import Component, LLMComponent
 from coalign.data._base import Example
 from coalign.params import Choice
 from coalign.runtime import RunContext
-from coalign.sandbox import Limits, run_tests
+from coalign.sandbox import Limits, SandboxResult, run_tests
 from coalign.system import System
 from coalign.task import Task
 
@@ -33,6 +34,14 @@ _FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:\n```|\Z)", 
 # Object reprs carry memory addresses that change from run to run; feedback shown to the
 # reviser must not, or the same failure would give a different prompt each time.
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
+
+
+@functools.lru_cache(maxsize=65536)
+def _run(code: str, tests: tuple[str, ...], setup: str, limits: Limits) -> SandboxResult:
+    # A run depends only on its arguments (seeded hashing, fresh process, no network), up to its
+    # time limits: replayed searches meet the same code and tests many times, and a sandbox
+    # start costs ~40 ms.
+    return run_tests(code, tests, setup=setup, limits=limits)
 
 
 def extract_code(text: str) -> str:
@@ -72,7 +81,7 @@ class TestRunner(Component):
         tests = [t for t in (inputs["example_test"], *inputs["tests"][:keep]) if t]
         if not tests:
             return {"feedback": ""}
-        result = run_tests(inputs["code"], tests, limits=self.limits)
+        result = _run(inputs["code"], tuple(tests), "", self.limits)
         return {"feedback": "" if result.passed else _ADDRESS.sub("0x…", result.feedback())}
 
 
@@ -93,8 +102,7 @@ def pass_at_1(limits: Limits | None = None):
     def metric(code: Any, example: Example) -> float:
         if not isinstance(code, str) or not code.strip():
             return 0.0
-        result = run_tests(code, list(example.target), setup=example.meta.get("test_setup", ""),
-                           limits=limits)
+        result = _run(code, tuple(example.target), example.meta.get("test_setup", ""), limits)
         return 1.0 if result.passed else 0.0
 
     return metric
