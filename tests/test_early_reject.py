@@ -62,6 +62,7 @@ def test_a_clearly_worse_candidate_is_validated_on_a_prefix_only(tmp_path):
     validated = sum(r["val_checked"] for r in steps)
     assert opt.account.executed["validation"]["join"] == 8 + validated
     assert opt.val_score == steps[0]["val_before"]  # nothing accepted
+    opt.store.close()
 
     resumed = optimizer(tmp_path, iterations=4)
     resumed.prepare()

@@ -97,6 +97,7 @@ def test_killed_loop_resumes_without_losing_steps_or_repeating_calls(tmp_path):
         opt.run(on_step=die)
     before = opt.store.steps()
     assert [s for s, _, _ in before] == [0, 1, 2]
+    opt.store.close()  # the killed process's end releases the run dir
     calls = lm.calls
     resumed = make_optimizer(tmp_path / "a", lm)
     resumed.run()
@@ -109,6 +110,7 @@ def test_killed_loop_resumes_without_losing_steps_or_repeating_calls(tmp_path):
     # resuming replays stage 1 and validation from the store and the cache: calls only grow
     # by the new steps' own work
     assert lm.calls >= calls
+    resumed.store.close()
     rerun = make_optimizer(tmp_path / "a", lm)
     n = lm.calls
     rerun.run()  # everything done: nothing to do, no LLM call
@@ -219,6 +221,7 @@ def test_a_rejected_value_is_never_validated_again_under_the_same_config(tmp_pat
     opt = make_optimizer(tmp_path, lm, iterations=5)
     opt.s.gate = NeverAccept()
     opt.run()
+    opt.store.close()
     resumed = make_optimizer(tmp_path, lm, iterations=10)
     resumed.s.gate = NeverAccept()
     resumed.run()

@@ -1,5 +1,9 @@
 """RunStore: one SQLite database (WAL) per run directory.
 
+A writer holds the run dir's single-writer lock (``RunLock``) while the store is open; a
+``readonly`` store takes no lock and opens the database read-only, so reports work on a run that
+is still going and on read-only media.
+
 Holds the run's metadata and config snapshots, traces (per tag: e.g. ``eval``, ``val``), preference
 pairs (content-digested), per-component costs, and the optimizer's step ledger. Every write is one
 transaction, so a process killed at any moment leaves a consistent store: a trace or pair is
@@ -19,6 +23,7 @@ from typing import Any
 from coalign import __version__
 from coalign.errors import DataError, StoreError
 from coalign.pairs import PreferencePair, canonical_json
+from coalign.runlock import RunLock
 from coalign.trace import Trace, Usage
 
 SCHEMA_VERSION = 1
@@ -45,21 +50,31 @@ CREATE TABLE IF NOT EXISTS steps (
 class RunStore:
     """Thread-safe access to one run directory's database."""
 
-    def __init__(self, run_dir: str | Path, *, create: bool = True) -> None:
+    def __init__(self, run_dir: str | Path, *, create: bool = True,
+                 readonly: bool = False) -> None:
         self.run_dir = Path(run_dir)
         path = self.run_dir / DB_NAME
-        if not create and not path.exists():
+        if (not create or readonly) and not path.exists():
             raise StoreError(f"no run store at {path}; pass a run directory made by coalign")
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.run_dir.exists() and not self.run_dir.is_dir():
+            raise StoreError(f"run dir {self.run_dir} is a file; pass a directory")
         self._lock = threading.RLock()
         self._depth = 0  # transaction nesting (guarded by the lock)
+        self._writer: RunLock | None = None
+        if readonly:
+            self._db = _open_readonly(path)
+            return
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create run dir {self.run_dir} ({exc.strerror})") from None
+        self._writer = RunLock(self.run_dir)
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version == 0 and not create:
-                self._db.close()
                 raise StoreError(f"{path} is not a coalign run store")
             if version not in (0, SCHEMA_VERSION):
                 raise StoreError(f"run store {path} has schema {version}, this coalign reads "
@@ -70,11 +85,20 @@ class RunStore:
                 db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 db.execute("INSERT OR IGNORE INTO meta VALUES ('lib_version', ?)", (__version__,))
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise StoreError(f"run store {path} is unreadable: {exc}") from None
+        except StoreError:
+            self.close()
+            raise
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            db = getattr(self, "_db", None)
+            if db is not None:
+                db.close()
+            if self._writer is not None:
+                self._writer.release()
+                self._writer = None
 
     def __enter__(self) -> RunStore:
         return self
@@ -215,3 +239,22 @@ class RunStore:
     def steps(self) -> list[tuple[int, str, dict]]:
         return [(s, st, json.loads(j)) for s, st, j in
                 self._query("SELECT step, state, json FROM steps ORDER BY step")]
+
+
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection; on read-only media, where SQLite cannot create the WAL index,
+    an immutable one (nothing can write there anyway)."""
+    last: sqlite3.Error | None = None
+    for flags in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?{flags}", uri=True,
+                                 check_same_thread=False, isolation_level=None)
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        if version != SCHEMA_VERSION:
+            db.close()
+            raise StoreError(f"{path} is not a coalign run store (schema {version})")
+        return db
+    raise StoreError(f"run store {path} is unreadable: {last}")

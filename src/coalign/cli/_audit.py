@@ -61,8 +61,8 @@ def export_pairs_command(
 
     try:
         scope = load_contract(contract).scope
-        store = RunStore(run_dir, create=False)
-        n = write_pairs_jsonl(out, rollout_pairs(store.pairs(component), scope))
+        with RunStore(run_dir, readonly=True) as store:
+            n = write_pairs_jsonl(out, rollout_pairs(store.pairs(component), scope))
     except CoalignError as exc:
         fail(str(exc))
         return

@@ -20,7 +20,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     Raises:
         StoreError: ``run_dir`` holds no coalign run store, or ``out`` cannot be written.
     """
-    with RunStore(run_dir, create=False) as store:
+    with RunStore(run_dir, readonly=True) as store:
         page = render_html(build_report_data(store))
     target = Path(out) if out is not None else Path(run_dir) / REPORT_NAME
     try:
