@@ -172,3 +172,24 @@ def test_a_switch_with_its_siblings_reset_says_so() -> None:
     assert step_rows([(0, "accepted", scored)])[0].candidates == (
         ("qwen (as proposed)", 0.2), ("qwen (prompt back at the starting value)", 0.7))
     assert older.value == "qwen"  # ledgers written before coupled switches have no reset
+
+
+def test_report_reads_a_bounded_sample_of_traces(tmp_path) -> None:
+    # a large run: 30 configs x 200 validation traces; the report reads 3 per config, the same
+    # examples across configs, in the order the configs were first validated
+    with RunStore(tmp_path) as store:
+        for c in range(30):
+            for e in range(200):
+                ex = (e + c) % 200 if c % 2 else e  # stored in varying example order
+                store.put_trace("val", Trace(f"ex{ex}", f"cfg{c:02d}", {"q": "x" * 500},
+                                             state={"a": str(ex)}, reward=0.5))
+        store.put_trace("val", Trace("other", "cfg-late", {"q": "y"}, state={"a": "z"}))
+    with RunStore(tmp_path, readonly=True) as store:
+        sample = store.trace_sample("val", 3)
+    by_config: dict[str, list[str]] = {}
+    for t in sample:
+        by_config.setdefault(t.config_digest, []).append(t.example_id)
+    assert list(by_config) == [f"cfg{c:02d}" for c in range(30)] + ["cfg-late"]
+    assert all(ids == ["ex0", "ex1", "ex2"] for k, ids in by_config.items() if k != "cfg-late")
+    assert by_config["cfg-late"] == ["other"]  # validated on none of them: its own first
+    assert len(sample) == 91

@@ -178,6 +178,32 @@ class RunStore:
         rows = self._query(sql + " ORDER BY rowid", args)
         return [Trace.from_json(json.loads(r[0])) for r in rows]
 
+    def trace_sample(self, tag: str, per_config: int) -> list[Trace]:
+        """At most ``per_config`` traces of each config under ``tag`` (configs in the order
+        first stored), the same examples across configs where they have them: what a report
+        shows, read without loading every trace of a large run."""
+        configs = [r[0] for r in self._query(
+            "SELECT config_digest, MIN(rowid) AS first FROM traces WHERE tag=? "
+            "GROUP BY config_digest ORDER BY first", (tag,))]
+        if not configs:
+            return []
+        shown = [r[0] for r in self._query(
+            "SELECT example_id FROM traces WHERE tag=? AND config_digest=? ORDER BY rowid "
+            "LIMIT ?", (tag, configs[0], per_config))]
+        marks = ",".join("?" * len(shown))
+        out = []
+        for digest in configs:
+            rows = sorted(self._query(
+                f"SELECT example_id, json FROM traces WHERE tag=? AND config_digest=? AND "
+                f"example_id IN ({marks})", (tag, digest, *shown)),
+                key=lambda r: shown.index(r[0]))
+            if not rows:  # validated on other examples: its first ones
+                rows = self._query("SELECT example_id, json FROM traces WHERE tag=? AND "
+                                   "config_digest=? ORDER BY rowid LIMIT ?",
+                                   (tag, digest, per_config))
+            out.extend(Trace.from_json(json.loads(r[1])) for r in rows)
+        return out
+
     # -- preference pairs -----------------------------------------------------------------------
 
     def put_pairs(self, pairs: Iterable[PreferencePair], tag: str = "stage1") -> int:

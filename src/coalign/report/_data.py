@@ -342,7 +342,7 @@ def build_report_data(store: RunStore, *, examples_per_config: int = 3) -> Repor
                     labels.setdefault(key, f"after step {step} (accepted)")
     if steps and not final:
         missing.append("final configuration: the last step recorded no config")
-    val_traces = store.traces("val")
+    val_traces = store.trace_sample("val", examples_per_config)
     if not val_traces:
         missing.append("example answers: no validation traces recorded")
     return ReportData(
