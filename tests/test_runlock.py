@@ -104,3 +104,11 @@ def test_reader_on_read_only_media(tmp_path):
                           env={**os.environ, "SCRIPT": script})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["3"]  # not writable, and the pairs read back
+
+
+def test_paths_read_from_the_store_stay_inside_the_run_dir(tmp_path):
+    with RunStore(tmp_path / "run") as store:
+        assert store.inside("lrf/step3") == (tmp_path / "run" / "lrf" / "step3").resolve()
+        for bad in ("../elsewhere", "/etc/passwd", "lrf/../../x"):
+            with pytest.raises(StoreError, match="outside its run dir"):
+                store.inside(bad)

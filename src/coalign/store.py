@@ -132,6 +132,16 @@ class RunStore:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
+    def inside(self, relative: str) -> Path:
+        """``run_dir / relative``, refused unless it stays inside the run dir: paths read back
+        from the store (checkpoints) must not reach files elsewhere."""
+        base = self.run_dir.resolve()
+        path = (base / relative).resolve()
+        if not path.is_relative_to(base):
+            raise StoreError(f"run store {self.run_dir} names a path outside its run dir "
+                             f"({relative!r}); the store was altered")
+        return path
+
     # -- metadata and configs ---------------------------------------------------------------
 
     def set_meta(self, key: str, value: Any) -> None:

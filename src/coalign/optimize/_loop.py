@@ -219,7 +219,7 @@ class Optimizer(Proposing):
         if account:
             self.account = CostAccount.from_json(account)
         if self._ckpt:
-            self.reward = load_reward_model(self.store.run_dir / self._ckpt,
+            self.reward = load_reward_model(self.store.inside(self._ckpt),
                                             self.reward.backbone)
         return steps[-1][0] + 1 if steps else 0
 
