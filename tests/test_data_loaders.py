@@ -181,3 +181,22 @@ def test_package_exports_resolve() -> None:
     assert sorted(data.__all__) == sorted(set(data.__all__))
     for name in data.__all__:
         assert getattr(data, name) is not None, name
+
+
+def test_repeated_ids_non_finite_numbers_bad_utf8_and_deep_nesting(tmp_path: Path) -> None:
+    path = _write_jsonl(tmp_path / "d.jsonl", [_hotpot_row(id="a"), _hotpot_row(id="b"),
+                                               _hotpot_row(id="a")])
+    with pytest.raises(DataError) as info:
+        load_hotpotqa(path)
+    assert str(info.value) == "d.jsonl line 3: id 'a' repeats the id of d.jsonl line 1"
+    path = _write_jsonl(tmp_path / "n.jsonl", ['{"id": "a", "answer": NaN}'])
+    with pytest.raises(DataError, match=r"^n.jsonl line 1: non-finite number NaN"):
+        load_hotpotqa(path)
+    path = tmp_path / "u.jsonl"
+    path.write_bytes(json.dumps(_hotpot_row()).encode() + b"\n" + b'{"id": "\xff\xfe"}\n')
+    with pytest.raises(DataError, match=r"^u.jsonl line 2: invalid UTF-8 at byte 8$"):
+        load_hotpotqa(path)
+    path = _write_jsonl(tmp_path / "deep.jsonl", ['{"id": ' + "[" * 100_000 + "]" * 100_000
+                                                  + "}"])
+    with pytest.raises(DataError, match=r"^deep.jsonl line 1: JSON nested too deeply$"):
+        load_hotpotqa(path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coalign.data._base import Example
-from coalign.data._io import Fields, iter_jsonl, resolve_file
+from coalign.data._io import Fields, iter_jsonl, resolve_file, unique_ids
 
 __all__ = ["load_hotpotqa"]
 
@@ -28,7 +28,7 @@ def load_hotpotqa(path: Path | str | None = None, limit: int | None = None) -> l
     Raises:
         DataError: the file is missing or a row is malformed (message names line and field).
     """
-    examples = []
+    examples, wheres = [], []
     for where, obj in iter_jsonl(resolve_file(path, HOTPOTQA_FILE), limit):
         row = Fields(where, obj)
         paragraphs, supporting = [], []
@@ -45,6 +45,7 @@ def load_hotpotqa(path: Path | str | None = None, limit: int | None = None) -> l
         aliases = row.strings("answer_aliases", optional=True)
         if aliases:
             meta["answer_aliases"] = aliases
+        wheres.append(where)
         examples.append(
             Example(
                 id=row.text("id"),
@@ -53,4 +54,5 @@ def load_hotpotqa(path: Path | str | None = None, limit: int | None = None) -> l
                 meta=meta,
             )
         )
+    unique_ids(zip(wheres, (e.id for e in examples), strict=True))
     return examples

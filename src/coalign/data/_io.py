@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from coalign.errors import ConfigError, DataError
 
-__all__ = ["DATA_DIR_ENV", "Fields", "data_dir", "iter_jsonl", "read_json", "resolve_file"]
+__all__ = ["DATA_DIR_ENV", "Fields", "data_dir", "iter_jsonl", "read_json", "resolve_file",
+           "unique_ids"]
 
 DATA_DIR_ENV = "COALIGN_DATA_DIR"
 
@@ -43,21 +44,44 @@ def check_limit(limit: int | None) -> None:
         raise ConfigError(f"limit: must be a non-negative integer or None (got {limit!r})")
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _no_constants(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def _loads(text: str, where: str) -> Any:
+    """``json.loads`` with one-line, located errors; NaN/Infinity (valid in Python's JSON, not
+    in JSON) are refused: a NaN target would silently score 0."""
+    try:
+        return json.loads(text, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where}: invalid JSON ({exc.msg}, line {exc.lineno} column "
+                        f"{exc.colno})") from None
+    except _NonFinite as exc:
+        raise DataError(f"{where}: non-finite number {exc} (JSON has none)") from None
+    except RecursionError:
+        raise DataError(f"{where}: JSON nested too deeply") from None
+
+
 def iter_jsonl(path: Path, limit: int | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``("<file> line N", object)`` per non-blank line, stopping after ``limit`` rows."""
     check_limit(limit)
     count = 0
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
             if limit is not None and count >= limit:
                 return
-            if not line.strip():
-                continue
             where = f"{path.name} line {number}"
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})") from exc
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{where}: invalid UTF-8 at byte {exc.start}") from None
+            if not line.strip():
+                continue
+            obj = _loads(line, where)
             if not isinstance(obj, dict):
                 raise DataError(f"{where}: expected a JSON object (got {type(obj).__name__})")
             count += 1
@@ -66,11 +90,23 @@ def iter_jsonl(path: Path, limit: int | None = None) -> Iterator[tuple[str, dict
 
 def read_json(path: Path) -> Any:
     """Parse a whole JSON file, mapping parse errors to a located ``DataError``."""
+    data = path.read_bytes()
     try:
-        with path.open(encoding="utf-8") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path.name} line {exc.lineno}: invalid JSON ({exc.msg})") from exc
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise DataError(f"{path.name} line {line}: invalid UTF-8 at byte {exc.start}") from None
+    return _loads(text, path.name)
+
+
+def unique_ids(ids: Iterable[tuple[str, str]]) -> None:
+    """Refuse a repeated example id: ``(where, id)`` pairs in file order. A repeated id would
+    drop one example from an id-keyed run store and count the other twice."""
+    seen: dict[str, str] = {}
+    for where, ident in ids:
+        if ident in seen:
+            raise DataError(f"{where}: id {ident!r} repeats the id of {seen[ident]}")
+        seen[ident] = where
 
 
 class Fields:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coalign.data._base import Example
-from coalign.data._io import Fields, iter_jsonl, resolve_file
+from coalign.data._io import Fields, iter_jsonl, resolve_file, unique_ids
 
 __all__ = ["load_musique"]
 
@@ -32,7 +32,7 @@ def load_musique(path: Path | str | None = None, limit: int | None = None) -> li
     Raises:
         DataError: the file is missing or a row is malformed (message names line and field).
     """
-    examples = []
+    examples, wheres = [], []
     for where, obj in iter_jsonl(resolve_file(path, MUSIQUE_FILE), limit):
         row = Fields(where, obj)
         answers = row.strings("golden_answers", nonempty=True)
@@ -52,6 +52,7 @@ def load_musique(path: Path | str | None = None, limit: int | None = None) -> li
         }
         if len(answers) > 1:
             meta["answer_aliases"] = answers[1:]
+        wheres.append(where)
         examples.append(
             Example(
                 id=row.text("id"),
@@ -63,4 +64,5 @@ def load_musique(path: Path | str | None = None, limit: int | None = None) -> li
                 meta=meta,
             )
         )
+    unique_ids(zip(wheres, (e.id for e in examples), strict=True))
     return examples
