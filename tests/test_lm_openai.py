@@ -2,100 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from coalign.lm import LMError, OpenAICompatible, chat
+from tests.endpoint_server import FaultServer
 
 pytestmark = pytest.mark.server
-
-
-class FaultServer:
-    """Answers chat completions; the first calls follow ``script`` (``"429"``, ``"500"``,
-    ``"503"``, ``"400"``, ``"sleep"``), later ones use ``default``."""
-
-    def __init__(self, sleep_s: float = 1.5) -> None:
-        self.script: list[str] = []
-        self.default = "ok"
-        self.sleep_s = sleep_s
-        self.bodies: list[dict] = []
-        self.headers: dict[str, str] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    def next_action(self, body: dict) -> str:
-        with self._lock:
-            self.bodies.append(body)
-            return self.script.pop(0) if self.script else self.default
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:  # keep test output clean
-                return None
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                action = server.next_action(body)
-                if action == "sleep":
-                    server._stop.wait(server.sleep_s)
-                    action = "ok"
-                try:
-                    if action == "ok":
-                        self._send(200, _completion(body))
-                    else:
-                        self._send(int(action), {"error": {"message": f"injected {action}"}})
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout test)
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in server.headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-        return Handler
-
-    def __enter__(self) -> FaultServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(timeout=5)
-
-
-def _completion(body: dict) -> dict:
-    text = f"echo:{body['messages'][-1]['content']}"
-    return {
-        "id": "x",
-        "object": "chat.completion",
-        "created": 0,
-        "model": body["model"] + "-served",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
-    }
 
 
 @pytest.fixture

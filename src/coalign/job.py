@@ -11,6 +11,7 @@ gate_confidence: 0.9         # bootstrap gate: the P(better) a candidate needs o
 early_reject: 0.9            # optional: stop validating a candidate that is clearly worse so far
 proposer: qwen2.5-0.5b       # LM proposing instructions (omit to use edits and demos only)
 components: [retriever, answer_generator]   # optional subset to optimize
+endpoint: {timeout_s: 60, max_retries: 4, concurrency: 8}   # optional, for openai: models
 start:                       # optional starting values (default: the system's own)
   answer_generator: {prompt: "Answer the question using the facts."}
 ```
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from coalign.config import SystemConfig
 from coalign.data import Example, split
 from coalign.errors import ConfigError
+from coalign.lm import EndpointSettings, redact_url
 from coalign.optimize import (
     ExpChoiceOptimizer,
     Gate,
@@ -99,11 +101,20 @@ class RunConfig(_Strict):
     # "replay:DIR": every LLM call answered by the replay table in DIR (docs/tables.md); the
     # system, its candidate values and the question pool are then the table's
     lm: str | None = None
+    # how openai: models are called; not part of the digest: a resumed run may change them
+    endpoint: EndpointSettings = EndpointSettings()
 
     @property
     def digest(self) -> str:
         # defaults left out: a setting added later (with its default) keeps old run dirs valid
-        return hashlib.sha256(self.model_dump_json(exclude_defaults=True).encode()).hexdigest()
+        dump = self.redacted().model_dump_json(exclude_defaults=True, exclude={"endpoint"})
+        return hashlib.sha256(dump.encode()).hexdigest()
+
+    def redacted(self) -> RunConfig:
+        """This config without keys in model URLs (``http://user:key@host``): what a run dir
+        stores. A run resumed from it reaches such an endpoint only with ``coalign optimize``."""
+        return self.model_copy(update={"model": redact_url(self.model), "proposer":
+                                       self.proposer and redact_url(self.proposer)})
 
 
 def load_run_config(path: Path) -> RunConfig:
@@ -172,12 +183,12 @@ class Job:
                               "params; use a new --run-dir")
         with store.transaction():
             store.set_meta("system_space", space)
-            store.set_meta("run_config", cfg.model_dump())
+            store.set_meta("run_config", cfg.redacted().model_dump())
             store.set_meta("run_config_digest", cfg.digest)
             store.set_meta("system", cfg.system)
         models = sorted(set(models_of(task)) | ({cfg.proposer} if cfg.proposer else set()))
         runtime, _ = build_runtime(models, run_dir / CACHE_NAME, max_workers=cfg.workers,
-                                   seed=cfg.seed, lm=cfg.lm)
+                                   seed=cfg.seed, lm=cfg.lm, endpoint=cfg.endpoint)
         reward = LocalRewardModel(make_backbone(cfg.backbone),
                                   {c.name: c.description for c in task.system.components})
         b = cfg.budget
@@ -258,9 +269,8 @@ def choice_costs(task: Task, raw: dict[str, dict[str, float]]
 
 
 def resume_config(run_dir: Path) -> RunConfig:
-    store = RunStore(run_dir, create=False)
-    raw = store.get_meta("run_config")
-    store.close()
+    with RunStore(run_dir, readonly=True) as store:
+        raw = store.get_meta("run_config")
     if raw is None:
         raise ConfigError(f"{run_dir} has no run config: it was not made by coalign optimize")
     return parse_run_config(raw, f"{run_dir} run config")

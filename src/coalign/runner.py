@@ -26,7 +26,7 @@ from coalign.data import (
 )
 from coalign.data._io import Fields, iter_jsonl
 from coalign.errors import ConfigError, DataError
-from coalign.lm import CachedLM, UsageMeter, make_lm
+from coalign.lm import CachedLM, EndpointSettings, UsageMeter, make_lm
 from coalign.runtime import Runtime
 from coalign.store import RunStore
 from coalign.task import Task
@@ -37,10 +37,12 @@ CACHE_NAME = "lm_cache.sqlite"
 
 def build_runtime(models: Sequence[str], cache_path: str | Path | None, *,
                   max_workers: int = 2, seed: int = 0,
-                  lm: str | None = None) -> tuple[Runtime, UsageMeter]:
+                  lm: str | None = None, endpoint: EndpointSettings | None = None,
+                  ) -> tuple[Runtime, UsageMeter]:
     """A runtime whose model names map to cached local (or endpoint) LMs, plus its usage meter.
 
-    ``models`` are short names (``qwen2.5-0.5b``) or full specs (``openai:gpt-4o-mini@URL``).
+    ``models`` are short names (``qwen2.5-0.5b``) or full specs (``openai:gpt-4o-mini@URL``);
+    ``endpoint`` sets the timeout, retries and concurrency of the endpoint ones.
     ``lm="replay:DIR"`` answers every model from the replay table in DIR instead (no LLM call,
     no response cache: the table is the cache).
     """
@@ -54,7 +56,7 @@ def build_runtime(models: Sequence[str], cache_path: str | Path | None, *,
     lms = {}
     for name in models:
         spec = name if ":" in name else f"llamacpp:{name}"
-        inner = make_lm(spec)
+        inner = make_lm(spec, endpoint=endpoint)
         lms[name] = CachedLM(inner, cache_path) if cache_path is not None else inner
     meter = UsageMeter()
     return Runtime(lms=lms, sink=meter, max_workers=max_workers, seed=seed), meter

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from coalign.errors import ConfigError
 from coalign.lm._base import LM, LMError, LMRequest, LMResponse
+from coalign.lm._http import redact_url
 from coalign.trace import Usage
 
 
@@ -49,7 +50,9 @@ class Runtime:
             return self.lms[name]
         except KeyError:
             known = ", ".join(sorted(self.lms)) or "none"
-            raise ConfigError(f"unknown model {name!r}; runtime has: {known}") from None
+            # model names may be endpoint specs with a key in the URL: never print it
+            raise ConfigError(redact_url(f"unknown model {name!r}; runtime has: {known}")) \
+                from None
 
 
 @dataclass

@@ -11,8 +11,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 
 from coalign.cli._app import app
+from coalign.cli._endpoint import CONCURRENCY, RETRIES, TIMEOUT, endpoint_settings
 from coalign.config import SystemConfig
 from coalign.errors import ConfigError
+from coalign.lm import EndpointSettings
 from coalign.runner import (
     CACHE_NAME,
     REPLAY,
@@ -46,7 +48,8 @@ def table_task(system: str, lm: str) -> Task:
 
 
 def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, workers: int,
-                   seed: int, config_path: Path | None, lm: str | None = None) -> EvalResult:
+                   seed: int, config_path: Path | None, lm: str | None = None,
+                   endpoint: EndpointSettings | None = None) -> EvalResult:
     examples = load_dataset(data, limit, seed)
     if not examples:
         raise ConfigError(f"dataset {data!r} has no examples")
@@ -62,7 +65,7 @@ def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, work
     store = RunStore(run_dir)
     store.set_meta("system", task.system.name)
     runtime, _ = build_runtime(models_of(task), run_dir / CACHE_NAME, max_workers=workers,
-                               seed=seed, lm=lm)
+                               seed=seed, lm=lm, endpoint=endpoint)
     with Progress("[progress.description]{task.description}", BarColumn(),
                   MofNCompleteColumn(), TimeElapsedColumn(), console=console,
                   transient=True) as bar:
@@ -106,10 +109,14 @@ def evaluate_cmd(
     json_out: Path = typer.Option(None, "--json", help="write the summary as JSON"),
     lm: str = typer.Option(None, "--lm", help="replay:DIR answers every LLM call from the "
                            "replay table in DIR (no model is loaded)"),
+    timeout: float = TIMEOUT,
+    retries: int = RETRIES,
+    concurrency: int = CONCURRENCY,
 ) -> None:
     """Evaluate a system on a dataset; rerunning the same command resumes with no repeated call."""
+    endpoint = endpoint_settings(timeout, retries, concurrency)
     task = table_task(system, lm) if lm and lm.startswith(REPLAY) else make_task(system, model)
-    result = run_evaluation(task, data, limit, run_dir, workers, seed, config, lm)
+    result = run_evaluation(task, data, limit, run_dir, workers, seed, config, lm, endpoint)
     print_result(f"{system} on {data}", task, result)
     if json_out is not None:
         scores = {t.example_id: t.reward for t in result.traces}  # per example: paired checks

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from coalign.cli._app import app
+from coalign.cli._endpoint import CONCURRENCY, RETRIES, TIMEOUT, endpoint_settings
 
 if TYPE_CHECKING:  # the job pulls in torch: import it only when a command runs
     from coalign.job import Job, RunConfig
@@ -44,10 +45,12 @@ def _show_step(rec: StepRecord) -> None:
                   f"val {rec.val_before:.3f} -> {after} ({rec.seconds:.0f} s) {value}")
 
 
-def run_job(cfg: RunConfig, run_dir: Path) -> None:
+def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
+            retries: int | None = None, concurrency: int | None = None) -> None:
     from coalign.job import Job
 
-    job = Job.open(cfg, run_dir)
+    endpoint = endpoint_settings(timeout, retries, concurrency, cfg.endpoint)
+    job = Job.open(cfg.model_copy(update={"endpoint": endpoint}), run_dir)
     opt = job.optimizer
     console.print(f"[bold]{cfg.system}[/bold] on {cfg.data}: train {len(job.train)}, val "
                   f"{len(job.val)}, test {len(job.test)}; {cfg.budget.iterations} iterations; "
@@ -120,21 +123,24 @@ def _shown(value: object, limit: int | None = None) -> str:
 
 @app.command("optimize")
 def optimize_cmd(config: Path = typer.Argument(..., help="run config (YAML or JSON)"),
-                 run_dir: Path = typer.Option(Path("runs/optimize"))) -> None:
+                 run_dir: Path = typer.Option(Path("runs/optimize")),
+                 timeout: float = TIMEOUT, retries: int = RETRIES,
+                 concurrency: int = CONCURRENCY) -> None:
     """Optimize a system as the config says; kill it any time and `coalign resume RUN_DIR`."""
     from coalign.job import load_run_config
 
-    run_job(load_run_config(config), run_dir)
+    run_job(load_run_config(config), run_dir, timeout, retries, concurrency)
 
 
 @app.command("resume")
 def resume_cmd(
     run_dir: Path = typer.Argument(..., help="run directory of coalign optimize"),
+    timeout: float = TIMEOUT, retries: int = RETRIES, concurrency: int = CONCURRENCY,
 ) -> None:
     """Continue a killed optimization: no accepted step lost, no LLM call repeated."""
     from coalign.job import resume_config
 
-    run_job(resume_config(run_dir), run_dir)
+    run_job(resume_config(run_dir), run_dir, timeout, retries, concurrency)
 
 
 @app.command("demo")

@@ -1,8 +1,9 @@
 """Language-model backends, response cache and usage meter."""
 
-from coalign.lm._base import LM, LMError, LMRequest, LMResponse, Message, chat
+from coalign.lm._base import LM, LMError, LMRefusal, LMRequest, LMResponse, Message, chat
 from coalign.lm._cache import CachedLM
-from coalign.lm._factory import BACKENDS, LMSpec, make_lm, parse_spec
+from coalign.lm._factory import BACKENDS, EndpointSettings, LMSpec, make_lm, parse_spec
+from coalign.lm._http import redact_url
 from coalign.lm._llamacpp import LlamaCpp, LoadedModel, ModelPool, default_pool
 from coalign.lm._meter import MeteredLM, Price, PriceTable, Usage, UsageMeter
 from coalign.lm._models import BundledModel, ModelResolver, ResolvedModel, default_cache_dir
@@ -12,8 +13,10 @@ __all__ = [
     "BACKENDS",
     "BundledModel",
     "CachedLM",
+    "EndpointSettings",
     "LM",
     "LMError",
+    "LMRefusal",
     "LMRequest",
     "LMResponse",
     "LMSpec",
@@ -34,4 +37,5 @@ __all__ = [
     "default_pool",
     "make_lm",
     "parse_spec",
+    "redact_url",
 ]

@@ -87,3 +87,13 @@ class LM(Protocol):
 
 class LMError(CoalignError, RuntimeError):
     """A backend failed permanently (after retries); the message says which endpoint and why."""
+
+
+class LMRefusal(LMError):
+    """The model declined to answer (``null`` content or a content filter).
+
+    An error, not an answer: it is never cached or stored, and it ends the affected run or
+    example like any other :class:`LMError`.
+    """
+
+    locate = True  # RunContext prefixes the component and example it happened in

@@ -1,7 +1,8 @@
-"""Build a backend from a spec string such as ``"llamacpp:qwen2.5-0.5b"``."""
+"""Build a backend from a spec string such as ``"llamacpp:qwen2.5-0.5b"`` and endpoint settings."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable
@@ -27,6 +28,34 @@ class LMSpec:
     base_url: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class EndpointSettings:
+    """How remote (``openai:``) backends are called; ``None`` keeps the backend's default.
+
+    A run config's ``endpoint:`` block and the CLI's ``--timeout/--retries/--concurrency``.
+    Local backends ignore them.
+    """
+
+    timeout_s: float | None = None  # wall-clock limit of one attempt
+    max_retries: int | None = None  # retries after the first attempt
+    concurrency: int | None = None  # requests in flight at once, per endpoint model
+
+    def __post_init__(self) -> None:
+        if self.timeout_s is not None and not 0 < self.timeout_s < math.inf:  # NaN fails too
+            raise ConfigError(f"endpoint timeout_s must be a number of seconds > 0, got "
+                              f"{self.timeout_s}")
+        if self.max_retries is not None and self.max_retries < 0:
+            raise ConfigError(f"endpoint max_retries must be >= 0, got {self.max_retries}")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise ConfigError(f"endpoint concurrency must be >= 1, got {self.concurrency}")
+
+    def options(self) -> dict[str, Any]:
+        """The backend constructor's keyword arguments for the settings given."""
+        names = {"timeout": self.timeout_s, "max_retries": self.max_retries,
+                 "concurrency": self.concurrency}
+        return {k: v for k, v in names.items() if v is not None}
+
+
 def _llamacpp(spec: LMSpec, kw: dict[str, Any]) -> LM:
     return LlamaCpp(spec.model, **kw)
 
@@ -35,11 +64,12 @@ def _openai(spec: LMSpec, kw: dict[str, Any]) -> LM:
     return OpenAICompatible(spec.base_url or DEFAULT_BASE_URL, spec.model, **kw)
 
 
-# Spec scheme -> builder. Add a backend here.
+# Spec scheme -> builder. Add a backend here (and to REMOTE if it takes EndpointSettings).
 BACKENDS: dict[str, Callable[[LMSpec, dict[str, Any]], LM]] = {
     "llamacpp": _llamacpp,
     "openai": _openai,
 }
+REMOTE = frozenset({"openai"})
 
 _EXAMPLES = (
     "llamacpp:qwen2.5-0.5b, llamacpp:smollm2-135m, llamacpp:/path/model.gguf, "
@@ -75,17 +105,21 @@ def parse_spec(spec: str) -> LMSpec:
     return LMSpec(scheme, model, url or os.environ.get("OPENAI_BASE_URL"))
 
 
-def make_lm(spec: str, cache: str | Path | None = None, **kw: Any) -> LM:
+def make_lm(spec: str, cache: str | Path | None = None,
+            endpoint: EndpointSettings | None = None, **kw: Any) -> LM:
     """Create the backend named by ``spec``; keyword arguments go to its constructor.
 
     Args:
         spec: e.g. ``"llamacpp:qwen2.5-0.5b"`` or ``"openai:gpt-4o-mini@https://host/v1"``.
         cache: optional SQLite path; wraps the backend in :class:`CachedLM`.
+        endpoint: settings applied when ``spec`` names a remote backend (explicit ``kw`` win).
 
     Raises:
         ConfigError: unknown scheme, missing model, or an argument the backend does not take.
     """
     parsed = parse_spec(spec)
+    if endpoint is not None and parsed.scheme in REMOTE:
+        kw = {**endpoint.options(), **kw}
     try:
         lm = BACKENDS[parsed.scheme](parsed, kw)
     except TypeError as exc:
