@@ -56,6 +56,7 @@ class FaultServer:
         self.sleep_s = sleep_s
         self.drip_s = drip_s
         self.retry_after: str | None = None  # sent with every injected 429 when set
+        self.reply: Callable[[dict], str] | None = None  # the answer text; default echo:<prompt>
         self.bodies: list[dict] = []
         self.auth: list[str | None] = []
         self.headers: dict[str, str] = {}
@@ -139,7 +140,7 @@ class FaultServer:
                 elif action == "drip":
                     self._drip(_json(completion(body)))
                 else:
-                    self._send(200, _json(completion(body, action)))
+                    self._send(200, _json(completion(body, action, server.reply)))
 
             def _send(self, status: int, data: bytes, length: int | None = None,
                       kind: str = "application/json", extra: dict | None = None) -> None:
@@ -172,9 +173,11 @@ class FaultServer:
         self._thread.join(timeout=5)
 
 
-def completion(body: dict, action: str = "ok") -> dict:
-    """A chat completion answering ``echo:<last message>``; ``action`` may spoil it."""
-    text = f"echo:{body['messages'][-1]['content']}"
+def completion(body: dict, action: str = "ok",
+               reply: Callable[[dict], str] | None = None) -> dict:
+    """A chat completion answering ``reply(body)`` (default ``echo:<last message>``); ``action``
+    may spoil it."""
+    text = reply(body) if reply else f"echo:{body['messages'][-1]['content']}"
     message = {"role": "assistant", "content": text}
     finish = "stop"
     if action == "null":

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from coalign.cli._app import app, fail
 from coalign.errors import CoalignError
@@ -50,9 +51,10 @@ def show(
     traj = Policy(model, encoder, env).rollout([example], greedy=True)[0][0]
     notes = RubricModel(model, encoder, spec).annotate([traj])[0]
     console = Console()
-    console.print(f"[bold]Q:[/bold] {traj.question}")
-    console.print(f"gold: {example.target}   (K={spec.k}, criteria={spec.mode}, "
-                  f"prefix={'yes' if spec.use_prefix else 'no'})")
+    # model and data text goes out as Text: brackets in it are never read as markup
+    console.print(Text.assemble(("Q:", "bold"), f" {traj.question}"))
+    console.print(Text(f"gold: {example.target}   (K={spec.k}, criteria={spec.mode}, "
+                       f"prefix={'yes' if spec.use_prefix else 'no'})"))
     table = Table(show_lines=True)
     for col in ("t", "action", "result", "criteria", "score", "s_t"):
         table.add_column(col)
@@ -60,7 +62,8 @@ def show(
         obs = step.observation[:width] + ("…" if len(step.observation) > width else "")
         crits = "\n".join(f"{j + 1}. {c}" for j, c in enumerate(note.criteria)) or "(none)"
         dims = "\n".join(f"{d:+.2f}" for d in note.dims)
-        table.add_row(str(step.position + 1), step.action.render(), obs, crits, dims,
+        table.add_row(str(step.position + 1), Text(step.action.render()), Text(obs),
+                      Text(crits), dims,
                       f"{note.score:+.2f}")
     console.print(table)
     total = sum(n.score for n in notes)

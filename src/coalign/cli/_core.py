@@ -7,8 +7,10 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from coalign.cli._app import app
 from coalign.cli._endpoint import CONCURRENCY, RETRIES, TIMEOUT, endpoint_settings
@@ -69,7 +71,8 @@ def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, work
     with Progress("[progress.description]{task.description}", BarColumn(),
                   MofNCompleteColumn(), TimeElapsedColumn(), console=console,
                   transient=True) as bar:
-        job = bar.add_task(f"{task.system.name} on {data}", total=len(examples))
+        # the description column reads markup: a data path is escaped
+        job = bar.add_task(escape(f"{task.system.name} on {data}"), total=len(examples))
         result = evaluate(task, examples, config, runtime, store,
                           on_done=lambda t: bar.advance(job))
     store.close()
@@ -78,7 +81,7 @@ def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, work
 
 def print_result(title: str, task: Task, result: EvalResult) -> None:
     s = result.summary()
-    table = Table(title=title)
+    table = Table(title=Text(title))  # titles name data files: text, not markup
     table.add_column("quantity")
     table.add_column("value", justify="right")
     rows = [(f"mean {task.metric_name}", f"{s['mean_reward']:.4f}"),

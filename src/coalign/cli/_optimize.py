@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from coalign.cli._app import app
 from coalign.cli._endpoint import CONCURRENCY, RETRIES, TIMEOUT, endpoint_settings
@@ -38,11 +39,13 @@ DEMO = {"system": "multihop_qa", "data": "world",
 def _show_step(rec: StepRecord) -> None:
     from coalign.report._data import reset_note
 
-    mark = "[green]accept[/green]" if rec.accepted else "[dim]reject[/dim]"
     after = f"{rec.val_after:.3f}" if rec.val_after is not None else "  -  "
     value = _shown(rec.value, limit=50) + reset_note(rec.reset)
-    console.print(f"step {rec.step:>2} {mark} {rec.component}.{rec.param} "
-                  f"val {rec.val_before:.3f} -> {after} ({rec.seconds:.0f} s) {value}")
+    # model text (instructions, demos) is printed as Text, never parsed as markup
+    console.print(Text.assemble(
+        f"step {rec.step:>2} ", ("accept", "green") if rec.accepted else ("reject", "dim"),
+        f" {rec.component}.{rec.param} val {rec.val_before:.3f} -> {after} "
+        f"({rec.seconds:.0f} s) {value}"))
 
 
 def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
@@ -52,12 +55,12 @@ def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
     endpoint = endpoint_settings(timeout, retries, concurrency, cfg.endpoint)
     job = Job.open(cfg.model_copy(update={"endpoint": endpoint}), run_dir)
     opt = job.optimizer
-    console.print(f"[bold]{cfg.system}[/bold] on {cfg.data}: train {len(job.train)}, val "
-                  f"{len(job.val)}, test {len(job.test)}; {cfg.budget.iterations} iterations; "
-                  f"run dir {run_dir}")
+    console.print(Text.assemble(
+        (cfg.system, "bold"), f" on {cfg.data}: train {len(job.train)}, val {len(job.val)}, "
+        f"test {len(job.test)}; {cfg.budget.iterations} iterations; run dir {run_dir}"))
     for comp, params in cfg.start.items():
         for name, value in params.items():
-            console.print(f"starting from {comp}.{name} = {value!r}")
+            console.print(Text(f"starting from {comp}.{name} = {value!r}"))
     with console.status("stage 1: collecting preference pairs and training local rewards"):
         opt.prepare()
     for rec in opt.history_so_far():
@@ -72,7 +75,8 @@ def summary(job: Job, before: EvalResult, after: EvalResult) -> None:
     from coalign.optimize import paired_bootstrap
 
     opt = job.optimizer
-    table = Table(title=f"{job.cfg.system}: test {job.task.metric_name} ({len(job.test)} examples)")
+    table = Table(title=Text(f"{job.cfg.system}: test {job.task.metric_name} "
+                             f"({len(job.test)} examples)"))
     for col in ("unoptimized", "optimized", "Δ [95% CI]", "accepted steps"):
         table.add_column(col, justify="right")
     accepted = sum(st == "accepted" for _, st, _ in job.store.steps())
@@ -86,7 +90,7 @@ def summary(job: Job, before: EvalResult, after: EvalResult) -> None:
         ledger.add_column(col, justify="right" if col != "phase" else "left")
     led = opt.ledger()
     for phase, runs, calls, hits in led.rows():
-        ledger.add_row(phase, f"{runs:.2f}", str(calls), str(hits))
+        ledger.add_row(Text(phase), f"{runs:.2f}", str(calls), str(hits))
     ledger.add_row("[bold]total[/bold]", f"{led.total_runs:.2f}",
                    str(sum(led.llm_calls.values())), str(sum(led.cache_hits.values())))
     console.print(ledger)
@@ -97,13 +101,13 @@ def summary(job: Job, before: EvalResult, after: EvalResult) -> None:
             al.add_column(col)
         for comp, a in alignment.items():  # runs from before per-input figures lack the last two
             per_input = a.get("input_accuracy")
-            al.add_row(comp, str(a["pairs"]), f"{a['accuracy']:.3f}", str(a.get("inputs", "—")),
-                       "—" if per_input is None else f"{per_input:.3f}")
+            al.add_row(Text(comp), str(a["pairs"]), f"{a['accuracy']:.3f}",
+                       str(a.get("inputs", "—")), "—" if per_input is None else f"{per_input:.3f}")
         console.print(al)
-    console.print("final configuration: " + ", ".join(
+    console.print(Text("final configuration: " + ", ".join(
         f"{c}.{p}={_shown(v)}" for c, params in opt.config.items() for p, v in params.items()
         if c in {t[0] for t in opt.targets}) + "".join(
-        f", {c}.{p}=chosen per input by the LRF" for c, p in sorted(opt.policies)))
+        f", {c}.{p}=chosen per input by the LRF" for c, p in sorted(opt.policies))))
 
 
 def _shown(value: object, limit: int | None = None) -> str:
