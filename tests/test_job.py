@@ -145,3 +145,23 @@ def test_gate_confidence_reaches_the_loop_and_keeps_old_digests(tmp_path):
     cfg = parse_run_config({**raw, "gate_confidence": 0.95})
     gate = Job.open(cfg, tmp_path / "run").optimizer.s.gate
     assert (gate.kind, gate.confidence) == ("bootstrap", 0.95)
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"components": ["nosuch"]}, "unknown component 'nosuch'"),
+    ({"proposer": "no-such-model"}, "not a bundled model"),
+])
+def test_a_config_refused_while_building_the_loop_leaves_the_run_dir_usable(tmp_path, bad,
+                                                                           match):
+    from coalign.errors import CoalignError
+    from coalign.job import Job
+
+    split = {"split": {"train": 2, "val": 2, "test": 2}}
+    fresh, kept = tmp_path / "fresh", tmp_path / "kept"
+    kept.mkdir()
+    for run_dir in (fresh, kept):
+        with pytest.raises(CoalignError, match=match):
+            Job.open(parse_run_config({**split, **bad}), run_dir)
+    assert not fresh.exists()  # made for the refused config: removed again
+    # the refused config was never recorded: the corrected one takes the same dir
+    Job.open(parse_run_config(split), kept).store.close()

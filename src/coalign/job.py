@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -168,46 +169,15 @@ class Job:
             raise ConfigError(f"dataset {cfg.data!r} has {len(examples)} examples; the split "
                               f"needs {s.train + s.val + s.test}")
         train, val, test = split(examples, [s.train, s.val, s.test], seed=s.seed)
+        created = not run_dir.exists()
         store = RunStore(run_dir)
-        existing = store.get_meta("run_config_digest")
-        if existing is not None and existing != cfg.digest:
-            raise ConfigError(f"run dir {run_dir} holds a different run config; use a new "
-                              "--run-dir or the same config")
-        # the same config names a system whose params may have changed since (a new knob): its
-        # stored configs and ledger would not fit the new search space
-        space = {c.name: {p: spec.space() for p, spec in c.params.items()}
-                 for c in task.system.components}
-        known = store.get_meta("system_space")
-        if known is not None and known != space:
-            raise ConfigError(f"run dir {run_dir} was made for a {cfg.system!r} with other "
-                              "params; use a new --run-dir")
-        with store.transaction():
-            store.set_meta("system_space", space)
-            store.set_meta("run_config", cfg.redacted().model_dump())
-            store.set_meta("run_config_digest", cfg.digest)
-            store.set_meta("system", cfg.system)
-        models = sorted(set(models_of(task)) | ({cfg.proposer} if cfg.proposer else set()))
-        runtime, _ = build_runtime(models, run_dir / CACHE_NAME, max_workers=cfg.workers,
-                                   seed=cfg.seed, lm=cfg.lm, endpoint=cfg.endpoint)
-        reward = LocalRewardModel(make_backbone(cfg.backbone),
-                                  {c.name: c.description for c in task.system.components})
-        b = cfg.budget
-        settings = LoopSettings(iterations=b.iterations, search_size=b.search_size,
-                                fresh_inputs=b.fresh_inputs, rollout_n=b.rollout_n,
-                                text_candidates=b.text_candidates, text_steps=b.text_steps,
-                                text_alternatives=b.text_alternatives,
-                                min_alignment=b.min_alignment,
-                                gate=Gate(cfg.gate, confidence=cfg.gate_confidence,
-                                          seed=cfg.seed, early_reject=cfg.early_reject),
-                                proposer=cfg.proposer,
-                                components=cfg.components, seed=cfg.seed,
-                                choice_costs=costs,
-                                cost_weight=cfg.cost_weight)
-        optimizers = None
-        if cfg.text_optimizer == "pareto":
-            optimizers = {"text": ParetoTextOptimizer(budget=3 * b.text_candidates),
-                          "choice": ExpChoiceOptimizer()}
-        optimizer = Optimizer(task, train, val, runtime, store, reward, settings, optimizers)
+        try:
+            optimizer = _optimizer(cfg, task, train, val, store, costs)
+        except BaseException:
+            store.close()
+            if created:  # a refused config leaves no run dir behind
+                shutil.rmtree(run_dir, ignore_errors=True)
+            raise
         return cls(cfg, task, train, val, test, store, optimizer)
 
     def _test(self, config: SystemConfig, policies: set[tuple[str, str]]) -> EvalResult:
@@ -307,3 +277,50 @@ def _replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
                               "use rollout_n: 0 (candidates only) or build --level samples")
     return space.task(), pool
 
+
+def _optimizer(cfg: RunConfig, task: Task, train: list[Example], val: list[Example],
+               store: RunStore,
+               costs: dict[tuple[str, str], dict[Any, float]]) -> Optimizer:
+    """Check the run dir against ``cfg``, build the loop, and only then record ``cfg`` there:
+    a config refused on the way (an unknown model, a bad component) must not claim the dir."""
+    run_dir = store.run_dir
+    existing = store.get_meta("run_config_digest")
+    if existing is not None and existing != cfg.digest:
+        raise ConfigError(f"run dir {run_dir} holds a different run config; use a new "
+                          "--run-dir or the same config")
+    # the same config names a system whose params may have changed since (a new knob): its
+    # stored configs and ledger would not fit the new search space
+    space = {c.name: {p: spec.space() for p, spec in c.params.items()}
+             for c in task.system.components}
+    known = store.get_meta("system_space")
+    if known is not None and known != space:
+        raise ConfigError(f"run dir {run_dir} was made for a {cfg.system!r} with other "
+                          "params; use a new --run-dir")
+    models = sorted(set(models_of(task)) | ({cfg.proposer} if cfg.proposer else set()))
+    runtime, _ = build_runtime(models, run_dir / CACHE_NAME, max_workers=cfg.workers,
+                               seed=cfg.seed, lm=cfg.lm, endpoint=cfg.endpoint)
+    reward = LocalRewardModel(make_backbone(cfg.backbone),
+                              {c.name: c.description for c in task.system.components})
+    b = cfg.budget
+    settings = LoopSettings(iterations=b.iterations, search_size=b.search_size,
+                            fresh_inputs=b.fresh_inputs, rollout_n=b.rollout_n,
+                            text_candidates=b.text_candidates, text_steps=b.text_steps,
+                            text_alternatives=b.text_alternatives,
+                            min_alignment=b.min_alignment,
+                            gate=Gate(cfg.gate, confidence=cfg.gate_confidence,
+                                      seed=cfg.seed, early_reject=cfg.early_reject),
+                            proposer=cfg.proposer,
+                            components=cfg.components, seed=cfg.seed,
+                            choice_costs=costs,
+                            cost_weight=cfg.cost_weight)
+    optimizers = None
+    if cfg.text_optimizer == "pareto":
+        optimizers = {"text": ParetoTextOptimizer(budget=3 * b.text_candidates),
+                      "choice": ExpChoiceOptimizer()}
+    optimizer = Optimizer(task, train, val, runtime, store, reward, settings, optimizers)
+    with store.transaction():
+        store.set_meta("system_space", space)
+        store.set_meta("run_config", cfg.redacted().model_dump())
+        store.set_meta("run_config_digest", cfg.digest)
+        store.set_meta("system", cfg.system)
+    return optimizer

@@ -19,7 +19,7 @@ from typing import Any
 
 from coalign.errors import ConfigError
 from coalign.lm._base import LMError, LMRequest, LMResponse
-from coalign.lm._models import ModelResolver, ResolvedModel
+from coalign.lm._models import ModelResolver, ResolvedModel, bundled_names, find_bundled
 
 DEFAULT_MODEL = "qwen2.5-0.5b"
 DEFAULT_N_CTX = 2048
@@ -218,6 +218,11 @@ class LlamaCpp:
         min_p: float = 0.05,
         reuse_prefix: bool = False,
     ) -> None:
+        if find_bundled(model) is None and not os.path.isfile(os.path.expanduser(model)):
+            # refused here, not at the first call: a run config naming it is then refused
+            # before its run starts
+            raise LMError(f"model {model!r}: not a bundled model ({', '.join(bundled_names())}) "
+                          "and no GGUF file at that path")
         self.model = model
         self.reuse_prefix = reuse_prefix
         self.n_ctx = n_ctx
