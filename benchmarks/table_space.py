@@ -183,6 +183,8 @@ def code_space(pool: int, cache: Path) -> CandidateSpace:
     revise = task.system.component("reviser").params["prompt"].default
     params["reviser.prompt"] = [revise.to_json(), {"instruction": REVISE_MINIMAL, "demos": []}]
     notes["reviser.prompt"] = ["start", "hand-written: minimal fix"]
+    params["reviser.sees_code"] = [True, False]
+    notes["reviser.sees_code"] = ["the failed code is shown (start)", "only the failures"]
     return CandidateSpace(system="code_gen", dataset="mbpp",
                           questions=tuple(e.id for e in examples),
                           params={k: tuple(v) for k, v in params.items()},

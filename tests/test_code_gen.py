@@ -30,6 +30,7 @@ def test_extract_asserts():
             "assert add(0, 5) == 5\n")
     assert extract_asserts(text) == ("assert add(1, 1) == 2", "assert add(0, 5) == 5")
     assert len(extract_asserts("\n".join(f"assert f({i}) == {i}" for i in range(9)))) == 5
+    assert extract_asserts("assert f(1) == 1\nassert f(") == ("assert f(1) == 1",)  # cut off
 
 
 def script(code: str, tests: str, revised: str):
@@ -44,10 +45,11 @@ def script(code: str, tests: str, revised: str):
     return handler
 
 
-def run(handler, keep: int = 3):
+def run(handler, keep: int = 3, sees_code: bool = True):
     task = code_gen("fake")
     lm = FakeLM(handler, "fake")
-    config = task.system.default_config().with_value("executor", "keep", keep)
+    config = (task.system.default_config().with_value("executor", "keep", keep)
+              .with_value("reviser", "sees_code", sees_code))
     trace = task.score(task.system.run(EXAMPLE.id, EXAMPLE.inputs, config,
                                        Runtime(lms={"fake": lm})), EXAMPLE)
     return trace, lm
@@ -86,3 +88,21 @@ def test_feedback_masks_addresses():
     code = "class Box:\n    pass\ndef add(a, b):\n    return Box()"
     trace, _ = run(script(code, "", GOOD), keep=0)
     assert "0x…" in trace.state["feedback"] and "0x7" not in trace.state["feedback"]
+
+
+def test_the_reviser_may_be_kept_from_seeing_the_failed_code():
+    prompts = []
+
+    def handler(request):
+        prompts.append(request.messages[-1].content)
+        return script(BAD, "", GOOD)(request)
+
+    trace, _ = run(handler, sees_code=False)
+    assert trace.reward == 1.0 and "Code:" not in prompts[-1] and "Feedback:" in prompts[-1]
+    run(handler, sees_code=True)
+    assert "Code: def add(a, b):" in prompts[-1]
+
+
+def test_a_repeated_example_test_runs_once():
+    trace, _ = run(script(BAD, "assert add(1, 2) == 3\nassert add(0, 0) == 0", GOOD))
+    assert trace.state["feedback"].startswith("1/2 tests passed.")  # not 3 tests

@@ -6,6 +6,11 @@ task alone; the executor runs the code against the example test and the first ``
 generated asserts in ``coalign.sandbox``; the reviser rewrites the code from the failures, and
 passes it through untouched when nothing failed (no LLM call). The global reward is pass@1 on
 the task's hidden tests, run in the same sandbox.
+
+Whether the reviser is shown the failed code is a knob (``reviser.sees_code``): shown its
+code, Qwen2.5-Coder-0.5B returned it unchanged for 5 of 5 failures in a probe, under three
+instructions and both layouts; shown only the task and the failures, it wrote new code for 3 of
+5 and fixed 1.
 """
 
 from __future__ import annotations
@@ -52,13 +57,22 @@ def extract_code(text: str) -> str:
 
 
 def extract_asserts(text: str, limit: int = 5) -> tuple[str, ...]:
-    """Distinct one-line ``assert`` statements in a reply, in order, at most ``limit``."""
+    """Distinct one-line ``assert`` statements in a reply, in order, at most ``limit``; a line
+    that does not compile (a reply cut off at its token limit) is dropped."""
     found: list[str] = []
     for line in text.splitlines():
         line = line.strip()
-        if line.startswith("assert ") and line not in found:
+        if line.startswith("assert ") and line not in found and _compiles(line):
             found.append(line)
     return tuple(found[:limit])
+
+
+def _compiles(statement: str) -> bool:
+    try:
+        compile(statement, "<test>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 class TestRunner(Component):
@@ -78,7 +92,9 @@ class TestRunner(Component):
     def forward(self, inputs: dict[str, Any], config: Mapping[str, Any],
                 ctx: RunContext) -> dict[str, Any]:
         keep = self.param_value(config, "keep", inputs, ctx)
-        tests = [t for t in (inputs["example_test"], *inputs["tests"][:keep]) if t]
+        # the model often repeats the example test among its own: run each test once
+        tests = list(dict.fromkeys(t for t in (inputs["example_test"], *inputs["tests"][:keep])
+                                   if t))
         if not tests:
             return {"feedback": ""}
         result = _run(inputs["code"], tuple(tests), "", self.limits)
@@ -86,12 +102,23 @@ class TestRunner(Component):
 
 
 class Reviser(LLMComponent):
-    """An ``LLMComponent`` that rewrites code only when its feedback reports a failure."""
+    """An ``LLMComponent`` that rewrites code only when its feedback reports a failure.
+
+    Param ``sees_code``: whether the failed code is among the inputs shown (the task, the
+    example test and the failures always are).
+    """
+
+    def __init__(self, *args: Any, sees_code: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params["sees_code"] = Choice([True, False], sees_code,
+                                          description="show the failed code to the reviser")
 
     def forward(self, inputs: dict[str, Any], config: Mapping[str, Any],
                 ctx: RunContext) -> dict[str, Any]:
         if not inputs["feedback"]:
             return {self.output: inputs["code"]}
+        if not self.param_value(config, "sees_code", inputs, ctx):
+            inputs = {k: v for k, v in inputs.items() if k != "code"}
         return super().forward(inputs, config, ctx)
 
 
