@@ -3,11 +3,15 @@
 Candidates for each Text param come from the same three sources the loop's text optimizer
 draws from: an edit operator, the proposer LM (the optimizer's meta prompt, on an input from
 outside the pool) and demonstrations bootstrapped from runs of the starting system on questions
-outside the pool (kept where the final answer scored F1 = 1, as DSPy's bootstrap does). The
-pool is the first ``--pool`` questions of the dataset; the bootstrap questions come from its end,
-so no pool question (and so no test question of any split drawn from it) shapes the space.
+outside the pool (kept where the final answer scored 1, as DSPy's bootstrap does), plus
+hand-written candidates aimed at failures a probe showed. ``multihop_qa``: the pool is the first
+``--pool`` HotpotQA questions and the bootstrap questions come from the file's end.
+``code_gen``: the pool is the first ``--pool`` sanitized MBPP test problems and the bootstrap
+problems come from MBPP's validation split. No pool question (and so no test question of any
+split drawn from it) shapes the candidates.
 
     python benchmarks/table_space.py multihop_qa --out benchmarks/tables/multihop_qa
+    python benchmarks/table_space.py code_gen --out benchmarks/tables/code_gen --pool 100
 """
 
 from __future__ import annotations
