@@ -20,8 +20,6 @@ import subprocess
 import time
 from pathlib import Path
 
-from coalign.runner import build_runtime, evaluate
-from coalign.systems import models_of
 from coalign.tables import Table
 
 
@@ -45,37 +43,32 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     table = Table(args.table)
-    examples = table.finished(args.level)
     space = table.space
-    task = space.task()
-    if len(examples) < 2:
-        raise SystemExit(f"only {len(examples)} finished question(s) in {args.table}")
-    runtime, _ = build_runtime(models_of(task), None, max_workers=1,
-                               lm=f"replay:{args.table}")
     t0 = time.perf_counter()
-    configs = list(space.configs(task))
-    scores = [evaluate(task, examples, c, runtime).scores for c in configs]
+    rewards = table.rewards(args.level)
     wall = time.perf_counter() - t0
-    n = len(examples)
-    means = [sum(s) / n for s in scores]
-    best = max(range(len(configs)), key=lambda i: means[i])
-    worst = min(range(len(configs)), key=lambda i: means[i])
-    oracle = sum(max(s[q] for s in scores) for q in range(n)) / n
+    n, configs = len(rewards.questions), rewards.configs
+    if n < 2:
+        raise SystemExit(f"only {n} finished question(s) in {args.table}")
+    means = rewards.means()
+    best, worst = rewards.best(), int(means.argmin())
+    oracle = rewards.oracle()
     rng = random.Random(args.seed)
     order = list(range(n))
     rng.shuffle(order)
     pick, held = order[: n // 2], order[n // 2:]
-    picked = max(range(len(configs)), key=lambda i: sum(scores[i][q] for q in pick))
-    held_start = sum(scores[0][q] for q in held) / len(held)
-    held_best = sum(scores[picked][q] for q in held) / len(held)
+    picked = rewards.best(pick)
+    held_start = float(rewards.means(held)[0])
+    held_best = float(rewards.means(held)[picked])
     result = {
         "table": str(args.table), "space": space.digest, "questions": n,
         "configs": len(configs), "replay_wall_s": wall,
-        "start": means[0], "best_global": means[best], "worst_global": means[worst],
+        "start": float(means[0]), "best_global": float(means[best]),
+        "worst_global": float(means[worst]),
         "oracle_per_question": oracle, "best_config": describe(configs[best], space),
         "holdout": {"picked_on": len(pick), "scored_on": len(held), "start": held_start,
                     "picked": held_best, "picked_config": describe(configs[picked], space)},
-        "ranked": sorted(((means[i], describe(c, space)) for i, c in enumerate(configs)),
+        "ranked": sorted(((float(means[i]), describe(c, space)) for i, c in enumerate(configs)),
                          key=lambda t: -t[0])[:10],
         "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
                                  text=True).stdout.strip(),

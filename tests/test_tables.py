@@ -271,3 +271,27 @@ def test_text_candidates_make_a_finite_space() -> None:
     answer = finite.system.component("answer_generator").params["prompt"]
     assert [v.instruction for v in answer.candidates] == [ANSWER, "Short answer."]
     assert finite.system.component("retriever").params["k"].options == (3, 1)
+
+
+def test_rewards_score_every_config_on_every_finished_question(tmp_path: Path) -> None:
+    space = make_space(n_questions=3, samples=0)
+    gold = {e.inputs["question"]: e.target for e in load_dataset("hotpotqa", limit=3)}
+
+    def answer(request) -> str:  # the "Short answer." candidate answers right, nothing else
+        text = " ".join(m.content for m in request.messages)
+        if "Short answer." not in text:
+            return _answer(request)
+        return next(a for q, a in gold.items() if q in text)
+
+    space.save(tmp_path)
+    build_table(tmp_path, level="greedy", limit=2,
+                lm_factory=lambda m: FakeLM(answer, name=f"llamacpp:{m}"))
+    rewards = Table(tmp_path).rewards()
+    assert len(rewards.questions) == 2 and rewards.scores.shape == (8, 2)
+    right = [c.to_json()["answer_generator"]["prompt"]["instruction"] == "Short answer."
+             for c in rewards.configs]
+    assert sum(right) == 4
+    assert [list(row) for row in rewards.scores] == [[1.0, 1.0] if r else [0.0, 0.0]
+                                                     for r in right]
+    assert rewards.means()[0] == 0.0 and rewards.best() == right.index(True)
+    assert rewards.oracle() == 1.0 and rewards.oracle([0]) == 1.0

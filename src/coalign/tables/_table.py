@@ -9,6 +9,7 @@ from coalign.data import Example
 from coalign.systems import models_of
 from coalign.tables._build import pool_examples
 from coalign.tables._replay import ReplayLM
+from coalign.tables._rewards import Rewards, compute_rewards
 from coalign.tables._shards import LEVELS, ShardSet
 from coalign.tables._space import CandidateSpace
 
@@ -72,6 +73,15 @@ class Table:
     def finished(self, level: str = "greedy") -> list[Example]:
         """The pool's questions complete at ``level``, in pool order."""
         return [e for e in pool_examples(self.space) if self.shards.is_done(e.id, level)]
+
+    def rewards(self, level: str = "greedy") -> Rewards:
+        """The global reward of every config of the space on every question finished at
+        ``level``, on replay."""
+        from coalign.runtime import Runtime
+
+        task = self.space.task()
+        return compute_rewards(task, list(self.space.configs(task)), self.finished(level),
+                               Runtime(lms=self.lms(), max_workers=1, seed=0))
 
     def status(self) -> TableStatus:
         total = len(self.space.questions)
