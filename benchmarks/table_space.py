@@ -68,6 +68,15 @@ def bootstrap(task, examples, runtime, want: int) -> list[Any]:
     return good
 
 
+def model_and_bootstrap(task, outside, cache: Path, want: int):
+    """The model (cached responses) and up to ``want`` perfect runs on the ``outside`` set."""
+    runtime, _ = build_runtime(["qwen2.5-0.5b"], cache, max_workers=1)
+    traces = bootstrap(task, outside, runtime, want=want)
+    if len(traces) < 2:
+        raise SystemExit(f"only {len(traces)} perfect bootstrap runs; widen the outside set")
+    return runtime.lm("qwen2.5-0.5b"), traces
+
+
 def demo(step, max_chars: int = 400) -> dict[str, str]:
     shown = {k: render_value(v, max_chars) for k, v in step.inputs.items()}
     return {**shown, **{k: str(v) for k, v in step.outputs.items()}}
@@ -79,11 +88,7 @@ def multihop_space(pool: int, cache: Path) -> CandidateSpace:
     assert pool + len(outside) <= len(examples), "pool overlaps the bootstrap questions"
     task = multihop_qa("qwen2.5-0.5b", ks=(3, 5), query_sources=("query", "question"),
                        layout=LAYOUT)
-    runtime, _ = build_runtime(["qwen2.5-0.5b"], cache, max_workers=1)
-    lm = runtime.lm("qwen2.5-0.5b")
-    traces = bootstrap(task, outside, runtime, want=3)
-    if len(traces) < 2:
-        raise SystemExit(f"only {len(traces)} perfect bootstrap runs; widen the outside set")
+    lm, traces = model_and_bootstrap(task, outside, cache, want=3)
     notes: dict[str, Any] = {"pool": f"first {pool} of hotpotqa_dev_unified.jsonl",
                              "bootstrap_questions": [t.example_id for t in traces]}
     params: dict[str, list[Any]] = {}
@@ -151,11 +156,7 @@ def code_space(pool: int, cache: Path) -> CandidateSpace:
     examples = load_mbpp(split="test")[:pool]
     outside = load_mbpp(split="validation")  # bootstrap and proposer inputs: never the pool
     task = code_gen("qwen2.5-0.5b", layout=LAYOUT)
-    runtime, _ = build_runtime(["qwen2.5-0.5b"], cache, max_workers=1)
-    lm = runtime.lm("qwen2.5-0.5b")
-    traces = bootstrap(task, outside, runtime, want=2)
-    if len(traces) < 2:
-        raise SystemExit(f"only {len(traces)} passing bootstrap runs; widen the outside set")
+    lm, traces = model_and_bootstrap(task, outside, cache, want=2)
     notes: dict[str, Any] = {"pool": f"first {pool} of the sanitized MBPP test split",
                              "bootstrap_questions": [t.example_id for t in traces]}
     gen = task.system.component("code_generator")
