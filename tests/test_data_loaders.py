@@ -200,3 +200,36 @@ def test_repeated_ids_non_finite_numbers_bad_utf8_and_deep_nesting(tmp_path: Pat
                                                   + "}"])
     with pytest.raises(DataError, match=r"^deep.jsonl line 1: JSON nested too deeply$"):
         load_hotpotqa(path)
+
+
+def test_hotpotqa_in_its_published_formats_reads_the_same(tmp_path: Path) -> None:
+    from coalign.data import data_dir
+
+    official = data_dir() / "hotpotqa" / "hipporag_hotpotqa_train_100.json"
+    rows = json.loads(official.read_text())[:5]
+    expected = load_hotpotqa(official, limit=5)
+    assert expected[0].id == "5a77ec115542992a6e59dff7" and expected[0].target == "a spirit"
+    assert set(expected[0].meta["supporting_titles"]) == {"Lilu (mythology)", "Alû"}
+    assert expected[0].inputs["paragraphs"][0]["text"].startswith("Demon Dice, originally")
+    hf = [{"id": r["_id"], "question": r["question"], "answer": r["answer"], "type": r["type"],
+           "level": r["level"],
+           "supporting_facts": {"title": [f[0] for f in r["supporting_facts"]],
+                                "sent_id": [f[1] for f in r["supporting_facts"]]},
+           "context": {"title": [c[0] for c in r["context"]],
+                       "sentences": [c[1] for c in r["context"]]}} for r in rows]
+    as_lines = _write_jsonl(tmp_path / "official.jsonl", rows)  # official rows, one a line
+    for path in (_write_jsonl(tmp_path / "hf.jsonl", hf), as_lines):
+        assert load_hotpotqa(path) == expected
+    ircot = load_hotpotqa(data_dir() / "hotpotqa" / "ircot_format_hotpotqa_dev_500.jsonl",
+                          limit=2)
+    assert ircot[0].target == "Chief of Protocol" and len(ircot[0].meta["supporting_titles"]) == 2
+    flash = load_hotpotqa(data_dir() / "hotpotqa" /
+                          "flashrag_format_hotpotqa_dev_first200_fullwiki_context.jsonl", limit=1)
+    assert flash[0].id == "dev_0" and flash[0].meta["type"] == "comparison"
+    hf[1]["context"]["sentences"] = hf[1]["context"]["sentences"][:-1]
+    with pytest.raises(DataError, match=r"^bad.jsonl line 2: field 'context' has 10 titles"):
+        load_hotpotqa(_write_jsonl(tmp_path / "bad.jsonl", hf))
+    rows[0]["context"][2] = ["title only"]
+    with pytest.raises(DataError, match=r"^bad.json item 0: field 'context\[2\]' must be"):
+        (tmp_path / "bad.json").write_text(json.dumps(rows))
+        load_hotpotqa(tmp_path / "bad.json")

@@ -1,11 +1,12 @@
-"""HotpotQA dev (distractor setting, paragraph-level gold labels) from the shared data folder."""
+"""HotpotQA (and 2WikiMultiHopQA) questions with their paragraphs, from any published format."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from coalign.data._base import Example
-from coalign.data._io import Fields, iter_jsonl, resolve_file, unique_ids
+from coalign.data._base import DataError, Example
+from coalign.data._hotpot_formats import hotpot_example
+from coalign.data._io import Fields, check_limit, iter_jsonl, read_json, resolve_file, unique_ids
 
 __all__ = ["load_hotpotqa"]
 
@@ -13,46 +14,41 @@ HOTPOTQA_FILE = "hotpotqa/hotpotqa_dev_unified.jsonl"
 
 
 def load_hotpotqa(path: Path | str | None = None, limit: int | None = None) -> list[Example]:
-    """Load HotpotQA questions with their distractor paragraphs.
+    """Load HotpotQA questions with their paragraphs.
 
     Args:
-        path: a file in the ``hotpotqa_dev_unified.jsonl`` schema; default: the shared copy.
+        path: a file in any published HotpotQA format: the official JSON array
+            (``hotpot_dev_distractor_v1.json``; 2WikiMultiHopQA uses it too), JSONL rows of the
+            official, Hugging Face, IRCoT or FlashRAG shape, or the shared
+            ``hotpotqa_dev_unified.jsonl`` (the default); see ``_hotpot_formats``.
         limit: read at most this many rows (in file order).
 
     Returns:
         Examples with ``inputs = {"question", "paragraphs": [{"title", "text"}, ...]}``,
-        ``target`` = the gold answer and ``meta`` holding ``supporting_titles`` (the paragraphs
-        flagged ``is_supporting``, in context order), ``type`` and ``level`` (``None`` where the
-        source does not say) and ``answer_aliases`` when the row has any.
+        ``target`` = the gold answer and ``meta`` holding ``supporting_titles`` (the supporting
+        paragraphs, in context order), ``type`` and ``level`` (``None`` where the source does
+        not say) and ``answer_aliases`` when the row has any.
 
     Raises:
-        DataError: the file is missing or a row is malformed (message names line and field).
+        DataError: the file is missing or a row is malformed (message names row and field).
     """
-    examples, wheres = [], []
-    for where, obj in iter_jsonl(resolve_file(path, HOTPOTQA_FILE), limit):
-        row = Fields(where, obj)
-        paragraphs, supporting = [], []
-        for par in row.items("context"):
-            title, text = par.text("title"), par.get("text", str)
-            paragraphs.append({"title": title, "text": text})
-            if par.get("is_supporting", bool):
-                supporting.append(title)
-        meta = {
-            "supporting_titles": supporting,
-            "type": row.get("type", str, optional=True),
-            "level": row.get("level", str, optional=True),
-        }
-        aliases = row.strings("answer_aliases", optional=True)
-        if aliases:
-            meta["answer_aliases"] = aliases
-        wheres.append(where)
-        examples.append(
-            Example(
-                id=row.text("id"),
-                inputs={"question": row.text("question"), "paragraphs": paragraphs},
-                target=row.text("answer"),
-                meta=meta,
-            )
-        )
-    unique_ids(zip(wheres, (e.id for e in examples), strict=True))
+    check_limit(limit)
+    file = resolve_file(path, HOTPOTQA_FILE)
+    rows = _rows(file, limit)
+    examples = [hotpot_example(Fields(where, obj), obj) for where, obj in rows]
+    unique_ids(zip((where for where, _ in rows), (e.id for e in examples), strict=True))
     return examples
+
+
+def _rows(file: Path, limit: int | None) -> list[tuple[str, dict]]:
+    if file.suffix != ".json":
+        return list(iter_jsonl(file, limit))
+    data = read_json(file)
+    if not isinstance(data, list):
+        raise DataError(f"{file.name}: expected a JSON array of questions")
+    rows = []
+    for i, obj in enumerate(data[:limit] if limit is not None else data):
+        if not isinstance(obj, dict):
+            raise DataError(f"{file.name} item {i}: expected an object (got {type(obj).__name__})")
+        rows.append((f"{file.name} item {i}", obj))
+    return rows
