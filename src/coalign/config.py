@@ -55,8 +55,14 @@ class SystemConfig(Mapping[str, Mapping[str, Any]]):
     @classmethod
     def from_json(cls, system: System, data: Mapping[str, Mapping[str, Any]]) -> SystemConfig:
         values: dict[str, dict[str, Any]] = {}
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a config is a JSON object of component -> params, got "
+                              f"{type(data).__name__}")
         for comp_name, params in data.items():
             specs = system.component(comp_name).params
+            if not isinstance(params, Mapping):
+                raise ConfigError(f"{comp_name}: params must be a JSON object of name -> value, "
+                                  f"got {type(params).__name__}")
             for pname, raw in params.items():
                 if pname not in specs:
                     raise GraphError(f"unknown param {pname!r} of component {comp_name!r}")

@@ -53,14 +53,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class SplitSpec(_Strict):
+class _Counts(BaseModel):
+    # strict: YAML's `yes` is no iteration count, nor is 1.5 a split size
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class SplitSpec(_Counts):
     train: int = Field(12, ge=1)
     val: int = Field(8, ge=1)
     test: int = Field(20, ge=1)
     seed: int = 0
 
 
-class BudgetSpec(_Strict):
+class BudgetSpec(_Counts):
     iterations: int = Field(4, ge=0)
     search_size: int = Field(4, ge=1)
     fresh_inputs: int = Field(4, ge=1)
@@ -90,15 +95,16 @@ class RunConfig(_Strict):
     gate_confidence: float = Field(0.9, gt=0, lt=1)  # see Gate.confidence (bootstrap gate)
     early_reject: float = Field(0.0, ge=0, lt=1)  # see Gate.early_reject; 0: validate fully
     proposer: str | None = None
-    components: list[str] | None = None  # optimize only these (default: all with params)
+    # optimize only these (default: all with params)
+    components: list[str] | None = Field(None, min_length=1)
     text_optimizer: Literal["opro", "pareto"] = "opro"  # pareto: coalign.search beam search
     backbone: str = "minilm"
     start: dict[str, dict[str, Any]] = {}  # component -> param -> starting value (JSON form)
     # "component.param" of a per-instance Choice -> option -> relative cost per call
     choice_costs: dict[str, dict[str, float]] = {}
     cost_weight: float = Field(0.0, ge=0)  # local-reward units given up per unit of cost
-    seed: int = 0
-    workers: int = 1
+    seed: int = Field(0, strict=True)
+    workers: int = Field(1, ge=1, strict=True)
     # "replay:DIR": every LLM call answered by the replay table in DIR (docs/tables.md); the
     # system, its candidate values and the question pool are then the table's
     lm: str | None = None
@@ -120,15 +126,42 @@ class RunConfig(_Strict):
 
 def load_run_config(path: Path) -> RunConfig:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"run config not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"run config {path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"run config {path}: not UTF-8 text (byte {exc.start})") from None
     try:
-        raw = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raw = (yaml.load(text, _UniqueKeyLoader) if path.suffix in (".yaml", ".yml")
+               else json.loads(text, object_pairs_hook=_unique_keys))
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: JSON, or a key given twice
         raise ConfigError(f"run config {path} is not valid YAML/JSON: {exc}".splitlines()[0]) \
             from None
-    return parse_run_config(raw or {}, str(path))
+    if not isinstance(raw, dict):  # an empty file must not start a run with every default
+        got = "an empty file" if raw is None else f"a {type(raw).__name__}"
+        raise ConfigError(f"run config {path}: expected a mapping of settings such as "
+                          f"'system: multihop_qa', got {got}")
+    return parse_run_config(raw, str(path))
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys differ: json and PyYAML both keep a repeated key's last value
+    without a word, so a hand-edited config could run with a setting its author did not see."""
+    keys = [k for k, _ in pairs]
+    repeated = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+    if repeated is not None:
+        raise ValueError(f"key {repeated!r} is given twice")
+    return dict(pairs)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        # own keys only: a key that overrides one merged in by `<<:` is no repeat
+        _unique_keys([(self.construct_object(k, deep=deep), None) for k, _ in node.value
+                      if k.tag != "tag:yaml.org,2002:merge"])
+        return super().construct_mapping(node, deep=deep)
 
 
 def parse_run_config(raw: Any, where: str = "run config") -> RunConfig:

@@ -24,7 +24,7 @@ from coalign.data import (
     load_pubmedqa,
     make_world,
 )
-from coalign.data._io import Fields, iter_jsonl
+from coalign.data._io import Fields, iter_jsonl, unique_ids
 from coalign.errors import ConfigError, DataError
 from coalign.lm import CachedLM, EndpointSettings, UsageMeter, make_lm
 from coalign.runtime import Runtime
@@ -78,12 +78,17 @@ def replay_lms(lm: str, models: Sequence[str]) -> dict[str, Any]:
 
 
 def load_jsonl_examples(path: Path, limit: int | None = None) -> list[Example]:
-    """Examples from JSONL rows ``{"id", "inputs": {...}, "target", "meta"?}``."""
-    out = []
+    """Examples from JSONL rows ``{"id", "inputs": {...}, "target", "meta"?}``; ids must differ
+    and every row needs a target (a missing one would silently score 0)."""
+    out, wheres = [], []
     for where, obj in iter_jsonl(path, limit):
         row = Fields(where, obj)
+        if obj.get("target") is None:
+            raise row.fail("target", "missing" if "target" not in obj else "is null")
         out.append(Example(str(row.get("id", (str, int))), dict(row.get("inputs", dict)),
-                           obj.get("target"), dict(row.get("meta", dict, optional=True) or {})))
+                           obj["target"], dict(row.get("meta", dict, optional=True) or {})))
+        wheres.append(where)
+    unique_ids(zip(wheres, (e.id for e in out), strict=True))
     return out
 
 

@@ -117,20 +117,47 @@ class RunStore:
                 finally:
                     self._depth -= 1
                 return
-            self._db.execute("BEGIN IMMEDIATE")
             self._depth = 1
             try:
+                self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                if self._db.in_transaction:  # SQLite may have rolled back already (disk full)
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError):  # full disk, read-only media
+                    raise StoreError(f"run store {self.run_dir / DB_NAME}: cannot write ({exc}); "
+                                     "nothing of this write was kept: free disk space or make "
+                                     "the run dir writable, then rerun") from None
                 raise
             finally:
                 self._depth = 0
-            self._db.execute("COMMIT")
 
     def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self._lock:
-            return self._db.execute(sql, args).fetchall()
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as exc:  # e.g. a table missing from a crafted file
+                raise StoreError(f"run store {self.run_dir / DB_NAME} is damaged ({exc})"
+                                 ) from None
+
+    def _record(self, raw: str, what: str) -> dict:
+        """A stored JSON object; a damaged one is refused by name, never half-read."""
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError:
+            record = None
+        if not isinstance(record, dict):
+            raise StoreError(f"run store {self.run_dir / DB_NAME}: {what} is not a JSON object; "
+                             "the store was altered")
+        return record
+
+    def _trace(self, raw: str) -> Trace:
+        try:
+            return Trace.from_json(self._record(raw, "a stored trace"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreError(f"run store {self.run_dir / DB_NAME}: a stored trace lacks or "
+                             f"garbles a field ({exc!r}); the store was altered") from None
 
     def inside(self, relative: str) -> Path:
         """``run_dir / relative``, refused unless it stays inside the run dir: paths read back
@@ -179,14 +206,14 @@ class RunStore:
     def get_trace(self, tag: str, example_id: str, config_digest: str) -> Trace | None:
         rows = self._query("SELECT json FROM traces WHERE tag=? AND example_id=? AND "
                            "config_digest=?", (tag, example_id, config_digest))
-        return Trace.from_json(json.loads(rows[0][0])) if rows else None
+        return self._trace(rows[0][0]) if rows else None
 
     def traces(self, tag: str, config_digest: str | None = None) -> list[Trace]:
         sql, args = "SELECT json FROM traces WHERE tag=?", (tag,)
         if config_digest is not None:
             sql, args = sql + " AND config_digest=?", (tag, config_digest)
         rows = self._query(sql + " ORDER BY rowid", args)
-        return [Trace.from_json(json.loads(r[0])) for r in rows]
+        return [self._trace(r[0]) for r in rows]
 
     def trace_sample(self, tag: str, per_config: int) -> list[Trace]:
         """At most ``per_config`` traces of each config under ``tag`` (configs in the order
@@ -211,7 +238,7 @@ class RunStore:
                 rows = self._query("SELECT example_id, json FROM traces WHERE tag=? AND "
                                    "config_digest=? ORDER BY rowid LIMIT ?",
                                    (tag, digest, per_config))
-            out.extend(Trace.from_json(json.loads(r[1])) for r in rows)
+            out.extend(self._trace(r[1]) for r in rows)
         return out
 
     # -- preference pairs -----------------------------------------------------------------------
@@ -273,7 +300,7 @@ class RunStore:
                        (step, state, canonical_json(record)))
 
     def steps(self) -> list[tuple[int, str, dict]]:
-        return [(s, st, json.loads(j)) for s, st, j in
+        return [(s, st, self._record(j, f"ledger step {s}")) for s, st, j in
                 self._query("SELECT step, state, json FROM steps ORDER BY step")]
 
 

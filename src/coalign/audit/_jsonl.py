@@ -99,7 +99,11 @@ def iter_pairs_jsonl(path: Path, scope: AuditScope) -> Iterator[tuple[int, Prefe
 def write_pairs_jsonl(path: str | Path, pairs: Iterable[PreferencePair]) -> int:
     """Write pairs atomically (temp file + rename); returns how many were written."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise AuditError(f"{path}: cannot write pairs ({exc.strerror}); choose a writable "
+                         "folder") from None
     count = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -6,6 +6,11 @@ import sys
 
 import typer
 
+try:  # typer 0.2x carries its own copy of click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer runs on click itself
+    from click import exceptions as click_errors
+
 from coalign.errors import CoalignError
 
 app = typer.Typer(
@@ -29,7 +34,22 @@ def fail(message: str) -> None:
 
 def main() -> None:
     try:
-        app()
+        # not standalone: click hands its errors over instead of printing a usage box
+        code = app(standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:
+        exc.show()  # a bare command group: its help, as always
+        sys.exit(exc.exit_code)
+    except click_errors.UsageError as exc:  # a mistyped command, flag or value: one line too
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        typer.echo(f"error: {' '.join(exc.format_message().split())}{hint}", err=True)
+        sys.exit(2)
+    except click_errors.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("Aborted!", err=True)
+        sys.exit(1)
     except (UsageError, CoalignError) as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(n) comes back as n

@@ -49,21 +49,30 @@ def table_task(system: str, lm: str) -> Task:
     return space.task()
 
 
+def read_system_config(task: Task, path: Path) -> SystemConfig:
+    """The system config in the JSON file ``path``; each failure is one line naming the file."""
+    try:
+        return SystemConfig.from_json(task.system, json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path}: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid JSON: {exc.msg}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"config file {path}: {exc}") from None
+
+
 def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, workers: int,
                    seed: int, config_path: Path | None, lm: str | None = None,
                    endpoint: EndpointSettings | None = None) -> EvalResult:
     examples = load_dataset(data, limit, seed)
     if not examples:
         raise ConfigError(f"dataset {data!r} has no examples")
-    config = task.system.default_config()
-    if config_path is not None:
-        try:
-            raw = json.loads(config_path.read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"config file not found: {config_path}") from None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"config file {config_path} is not valid JSON: {exc.msg}") from None
-        config = SystemConfig.from_json(task.system, raw)
+    config = (task.system.default_config() if config_path is None
+              else read_system_config(task, config_path))
     store = RunStore(run_dir)
     store.set_meta("system", task.system.name)
     runtime, _ = build_runtime(models_of(task), run_dir / CACHE_NAME, max_workers=workers,
@@ -103,11 +112,11 @@ def evaluate_cmd(
     system: str = typer.Argument(..., help="system name, e.g. multihop_qa"),
     data: str = typer.Option(
         "world", help="world | hotpotqa | musique | pubmedqa | mbpp | FILE.jsonl"),
-    limit: int = typer.Option(20, help="number of examples"),
+    limit: int = typer.Option(20, min=1, help="number of examples"),
     run_dir: Path = typer.Option(Path("runs/evaluate"), help="run store + LLM cache folder"),
     model: str = typer.Option("qwen2.5-0.5b", help="task model (name or spec)"),
     config: Path = typer.Option(None, help="system config JSON (default: unoptimized)"),
-    workers: int = typer.Option(2, help="examples run concurrently"),
+    workers: int = typer.Option(2, min=1, help="examples run concurrently"),
     seed: int = typer.Option(0),
     json_out: Path = typer.Option(None, "--json", help="write the summary as JSON"),
     lm: str = typer.Option(None, "--lm", help="replay:DIR answers every LLM call from the "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import signal
 from dataclasses import asdict
 from pathlib import Path
@@ -21,8 +22,8 @@ app.add_typer(table_app, name="table")
 def build_cmd(
     directory: Path = typer.Argument(..., help="table directory holding space.json"),
     minutes: float = typer.Option(None, help="stop cleanly after this many minutes"),
-    limit: int = typer.Option(None, help="build at most this many more questions"),
-    seal_every: int = typer.Option(5, help="seal a shard every N finished questions"),
+    limit: int = typer.Option(None, min=1, help="build at most this many more questions"),
+    seal_every: int = typer.Option(5, min=1, help="seal a shard every N finished questions"),
     part: str = typer.Option("0/1", help="I/N: build only every N-th question from the I-th "
                              "(N processes share a build)"),
     level: str = typer.Option("samples", help="greedy (every config's outputs) or samples "
@@ -40,6 +41,8 @@ def build_cmd(
         typer.echo(f"{done.question}: {done.paths} paths, {done.llm_calls} calls, "
                    f"{done.llm_s:.0f} s LLM  ({n_done}/{total} questions)")
 
+    if minutes is not None and not 0 < minutes < math.inf:
+        raise ConfigError(f"--minutes must be a finite number > 0 (got {minutes})")
     i, _, n = part.partition("/")
     if not (i.isdigit() and n.isdigit()):
         raise ConfigError(f"--part {part!r}: expected I/N, e.g. 0/2")

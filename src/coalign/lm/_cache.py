@@ -116,12 +116,18 @@ class CachedLM:
             self.misses += 1
             # One statement in autocommit mode is one transaction. OR IGNORE: if two threads
             # raced on the same request, the first stored answer stays the canonical one.
-            self._db.execute(
-                "INSERT OR IGNORE INTO responses (key, backend, request_json, text, "
-                "prompt_tokens, completion_tokens, model, latency_s, extra_json, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                values,
-            )
+            try:
+                self._db.execute(
+                    "INSERT OR IGNORE INTO responses (key, backend, request_json, text, "
+                    "prompt_tokens, completion_tokens, model, latency_s, extra_json, created) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    values,
+                )
+            except sqlite3.OperationalError as exc:  # full disk, read-only media: no row kept
+                raise StoreError(
+                    f"response cache {self.path}: cannot store an answer ({exc}); free disk "
+                    "space or make its folder writable, then rerun"
+                ) from None
 
     def __len__(self) -> int:
         with self._lock:

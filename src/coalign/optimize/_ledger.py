@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from coalign.costs import PHASES
+from coalign.errors import StoreError
 from coalign.system import System
+
+if TYPE_CHECKING:
+    from coalign.store import RunStore
 
 
 def prefix_discount(system: System) -> float:
@@ -58,3 +63,39 @@ class Ledger:
     def to_json(self) -> dict:
         return {"runs": dict(self.runs), "llm_calls": dict(self.llm_calls),
                 "cache_hits": dict(self.cache_hits), "total_runs": self.total_runs}
+
+
+# What resume reads back from each step ledger row, and its JSON type(s)
+STEP_FIELDS: dict[str, tuple[type, ...]] = {
+    "component": (str,), "param": (str,), "value": (object,), "reason": (str,),
+    "val_before": (int, float), "val_after": (int, float, type(None)), "seconds": (int, float),
+    "config": (dict,), "policies": (list,), "lrf_checkpoint": (str, type(None)),
+    "account": (dict, type(None)),
+}
+
+
+def checked_steps(store: RunStore) -> list[tuple[int, str, dict[str, Any]]]:
+    """The store's step ledger, each row checked to hold what resume rebuilds from: a damaged
+    or hand-edited row is refused by name instead of failing somewhere inside the loop."""
+    steps = store.steps()
+    for t, _, rec in steps:
+        bad = next((n for n, kinds in STEP_FIELDS.items()
+                    if n not in rec or not isinstance(rec[n], kinds)), None)
+        if bad is None and not all(isinstance(p, list) and len(p) == 2
+                                   and all(isinstance(x, str) for x in p)
+                                   for p in rec["policies"]):
+            bad = "policies"
+        if bad is not None:
+            raise StoreError(f"run store {store.run_dir}: ledger step {t} has no valid {bad!r}; "
+                             "the store was altered (use a new --run-dir)")
+    return steps
+
+
+def checked_meta(store: RunStore, key: str, *kinds: type) -> Any:
+    """``store.get_meta(key)`` if absent or of one of ``kinds``; else refused by name."""
+    value = store.get_meta(key)
+    if value is not None and not isinstance(value, kinds):
+        raise StoreError(f"run store {store.run_dir}: {key!r} is a {type(value).__name__}, "
+                         "not what this coalign wrote; the store was altered (use a new "
+                         "--run-dir)")
+    return value

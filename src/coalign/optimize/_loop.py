@@ -26,7 +26,7 @@ from coalign.optimize._alignment import cross_validated_alignment
 from coalign.optimize._base import BaseLocalOptimizer, LocalContext
 from coalign.optimize._choice import POLICY, ExpChoiceOptimizer, RewardSelector
 from coalign.optimize._coupled import Variant, variant_key
-from coalign.optimize._ledger import Ledger
+from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
 from coalign.optimize._proposing import Proposing
 from coalign.optimize._settings import LoopSettings, window
 from coalign.optimize._text import TextOptimizer
@@ -202,9 +202,9 @@ class Optimizer(Proposing):
 
     def _resume(self) -> int:
         """Restore config, policies, costs and reward model from the last ledger entry."""
-        steps = self.store.steps()
-        self._ckpt = self.store.get_meta("stage1_checkpoint")
-        account = self.store.get_meta("stage1_account")
+        steps = checked_steps(self.store)
+        self._ckpt = checked_meta(self.store, "stage1_checkpoint", str)
+        account = checked_meta(self.store, "stage1_account", dict)
         for _, state, rec in steps:  # rejections since the last accept still stand
             if state == "accepted":
                 self._rejected = {}

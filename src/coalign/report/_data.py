@@ -152,6 +152,18 @@ def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _config(raw: Any) -> dict[str, Mapping[str, Any]]:
+    """A ledger row's config as far as it is one (component -> params mappings)."""
+    items = raw.items() if isinstance(raw, Mapping) else ()
+    return {str(c): params for c, params in items if isinstance(params, Mapping)}
+
+
+def _policies(raw: Any) -> list[tuple[str, str]]:
+    """A ledger row's (component, param) policies; malformed entries are skipped."""
+    return [(str(p[0]), str(p[1])) for p in raw if isinstance(p, list | tuple) and len(p) == 2] \
+        if isinstance(raw, list) else []
+
+
 def step_rows(steps: Sequence[tuple[int, str, dict]]) -> tuple[StepRow, ...]:
     return tuple(StepRow(step, state == "accepted", str(rec.get("component", "?")),
                          str(rec.get("param", "?")),
@@ -334,11 +346,11 @@ def build_report_data(store: RunStore, *, examples_per_config: int = 3) -> Repor
     labels: dict[str, str] = {}
     if steps:
         last = steps[-1][2]
-        final = final_params(last.get("config") or {}, last.get("policies") or [], rows)
+        final = final_params(_config(last.get("config")), _policies(last.get("policies")), rows)
         if system is not None:
             for step, state, rec in steps:
                 if state == "accepted" and isinstance(rec.get("config"), Mapping):
-                    key = config_key(str(system), rec["config"], rec.get("policies") or [])
+                    key = config_key(str(system), rec["config"], _policies(rec.get("policies")))
                     labels.setdefault(key, f"after step {step} (accepted)")
     if steps and not final:
         missing.append("final configuration: the last step recorded no config")
