@@ -195,7 +195,7 @@ def status(args: argparse.Namespace, run_dir: Path, results: Path | None = None)
 def seed_status(name: str, cfg: RunConfig, where: Path, saved: SavedRows) -> dict:
     """Print and return one system/seed's finished rows (run dir first, then results file)."""
     if (where / "run.sqlite").exists():
-        store = RunStore(where, create=False)
+        store = RunStore(where, readonly=True)  # a status beside a running benchmark
         steps = store.steps()
         print(f"{where}: stage 1 {'done' if store.get_meta('stage1_done') else 'not done'}, "
               f"{len(steps)}/{cfg.budget.iterations} iterations, "
@@ -203,8 +203,7 @@ def seed_status(name: str, cfg: RunConfig, where: Path, saved: SavedRows) -> dic
         rows = {m: r for m in ("unoptimized", *METHODS)
                 if (r := stored_row(store, saved, m)) is not None}
         if "unoptimized" not in rows and (base := unoptimized_row(store, name, cfg)):
-            store.set_meta("compare:unoptimized", base)  # a run dir from before that row
-            saved.put("unoptimized", base)
+            saved.put("unoptimized", base)  # a run dir from before that row: to the results
             rows = {"unoptimized": base, **rows}
         running = {m: p for m in METHODS
                    if m not in rows and (p := store.get_meta(f"progress:{m}")) is not None}
