@@ -163,3 +163,48 @@ def test_a_refusal_ends_the_run_naming_the_example_and_is_not_stored(tmp_path):
     with sqlite3.connect(tmp_path / CACHE_NAME) as db:
         texts = [t for (t,) in db.execute("SELECT text FROM responses")]
     assert texts and "" not in texts and not any(refused in t for t in texts)
+
+
+def optimization(url: str, run_dir: Path) -> tuple[list, list[float], int]:
+    """A small coalign optimization of multihop_qa with every LLM call served by ``url``: its
+    ledger (decisions and scores, without timings), test scores and the backend's retries."""
+    from coalign.job import Job, parse_run_config
+
+    cfg = parse_run_config({
+        "system": "multihop_qa", "data": "world", "model": f"openai:m@{url}",
+        "split": {"train": 3, "val": 4, "test": 3, "seed": 0},
+        "components": ["answer_generator"], "workers": 2,
+        "endpoint": {"timeout_s": 2.0, "max_retries": 8},  # room for a loaded machine
+        "budget": {"iterations": 2, "search_size": 2, "fresh_inputs": 1, "rollout_n": 2,
+                   "text_candidates": 2, "text_steps": 1, "text_alternatives": 2}})
+    job = Job.open(cfg, run_dir)
+    try:
+        job.optimizer.run()
+        _, after = job.evaluate_test()
+        ledger = [(t, state, {k: v for k, v in rec.items() if k not in ("seconds", "account")})
+                  for t, state, rec in job.store.steps()]
+        lm = job.optimizer.runtime.lms[cfg.model].inner
+        return ledger, after.scores, lm.retries
+    finally:
+        job.store.close()
+
+
+def echo_all(body: dict) -> str:  # the whole prompt: scores then differ by instruction
+    return "echo: " + " ".join(m["content"] for m in body["messages"])
+
+
+@pytest.mark.slow
+def test_optimizations_through_three_fault_mixes_end_like_the_healthy_one(tmp_path):
+    with FaultServer() as healthy:
+        healthy.reply = echo_all
+        expected = optimization(healthy.url, tmp_path / "healthy")
+    assert expected[0]
+    for salt in ("a", "b", "c"):
+        server = FaultServer(sleep_s=3.0, drip_s=0.05, choose=fault_mix(0.2, salt=salt))
+        server.retry_after = "1"
+        with server:
+            server.reply = echo_all
+            ledger, scores, retries = optimization(server.url, tmp_path / salt)
+        assert (ledger, scores) == expected[:2]
+        # every injected fault cost one retry (a slow machine may add a timeout of its own)
+        assert retries >= sum(server.injected.values()) > 0
