@@ -233,3 +233,16 @@ def test_hotpotqa_in_its_published_formats_reads_the_same(tmp_path: Path) -> Non
     with pytest.raises(DataError, match=r"^bad.json item 0: field 'context\[2\]' must be"):
         (tmp_path / "bad.json").write_text(json.dumps(rows))
         load_hotpotqa(tmp_path / "bad.json")
+
+
+def test_a_repeated_key_is_refused_not_silently_merged(tmp_path: Path) -> None:
+    from coalign.data import load_pubmedqa
+
+    item = {"QUESTION": "q?", "CONTEXTS": ["c"], "final_decision": "yes"}
+    body = json.dumps({"1": item})[:-1] + ", " + json.dumps({"1": item})[1:]
+    (tmp_path / "p.json").write_text(body)  # PMID 1 twice: one item would vanish
+    with pytest.raises(DataError, match=r"^p.json: key '1' given twice in one object$"):
+        load_pubmedqa(tmp_path / "p.json")
+    path = _write_jsonl(tmp_path / "r.jsonl", ['{"id": "a", "id": "b"}'])
+    with pytest.raises(DataError, match=r"^r.jsonl line 1: key 'id' given twice"):
+        load_hotpotqa(path)

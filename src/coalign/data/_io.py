@@ -52,16 +52,33 @@ def _no_constants(name: str) -> Any:
     raise _NonFinite(name)
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
 def _loads(text: str, where: str) -> Any:
     """``json.loads`` with one-line, located errors; NaN/Infinity (valid in Python's JSON, not
-    in JSON) are refused: a NaN target would silently score 0."""
+    in JSON) are refused: a NaN target would silently score 0; so is a key given twice in one
+    object, which JSON parsers resolve by silently keeping one (a PMID-keyed file would drop
+    an item)."""
     try:
-        return json.loads(text, parse_constant=_no_constants)
+        return json.loads(text, parse_constant=_no_constants, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise DataError(f"{where}: invalid JSON ({exc.msg}, line {exc.lineno} column "
                         f"{exc.colno})") from None
     except _NonFinite as exc:
         raise DataError(f"{where}: non-finite number {exc} (JSON has none)") from None
+    except _RepeatedKey as exc:
+        raise DataError(f"{where}: key {str(exc)!r} given twice in one object") from None
     except RecursionError:
         raise DataError(f"{where}: JSON nested too deeply") from None
 
