@@ -65,12 +65,23 @@ def sandbox_processes() -> list[psutil.Process]:
     return found
 
 
+_EARLIER: set[int] = set()  # children of this process before the current test
+
+
+@pytest.fixture(autouse=True)
+def _earlier_children() -> None:
+    # other tests of the suite may leave long-lived helpers (multiprocessing's resource
+    # tracker): only children started during this test count as strays
+    _EARLIER.clear()
+    _EARLIER.update(p.pid for p in psutil.Process().children(recursive=True))
+
+
 def assert_no_strays() -> None:
     deadline = time.monotonic() + 2
     while sandbox_processes() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert sandbox_processes() == []
-    assert psutil.Process().children(recursive=True) == []
+    assert [p for p in psutil.Process().children(recursive=True) if p.pid not in _EARLIER] == []
 
 
 # --- normal behaviour -------------------------------------------------------------------------
