@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coalign.errors import ConfigError, GraphError
@@ -87,3 +88,16 @@ class SystemConfig(Mapping[str, Mapping[str, Any]]):
 
     def __repr__(self) -> str:
         return f"SystemConfig({self.digest[:12]})"
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """The UTF-8 text of a user's file; a missing, unreadable or non-UTF-8 file is one line
+    naming ``what`` it is ("run config", "config file") and the path."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {path}: not UTF-8 text (byte {exc.start})") from None

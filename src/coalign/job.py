@@ -30,7 +30,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from coalign.config import SystemConfig
+from coalign.config import SystemConfig, read_text_file
 from coalign.data import Example, split
 from coalign.errors import ConfigError
 from coalign.lm import EndpointSettings, redact_url
@@ -125,14 +125,7 @@ class RunConfig(_Strict):
 
 
 def load_run_config(path: Path) -> RunConfig:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"run config not found: {path}") from None
-    except OSError as exc:
-        raise ConfigError(f"run config {path}: cannot read it ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"run config {path}: not UTF-8 text (byte {exc.start})") from None
+    text = read_text_file(path, "run config")
     try:
         raw = (yaml.load(text, _UniqueKeyLoader) if path.suffix in (".yaml", ".yml")
                else json.loads(text, object_pairs_hook=_unique_keys))

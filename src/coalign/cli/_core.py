@@ -14,7 +14,7 @@ from rich.text import Text
 
 from coalign.cli._app import app
 from coalign.cli._endpoint import CONCURRENCY, RETRIES, TIMEOUT, endpoint_settings
-from coalign.config import SystemConfig
+from coalign.config import SystemConfig, read_text_file
 from coalign.errors import ConfigError
 from coalign.lm import EndpointSettings
 from coalign.runner import (
@@ -51,14 +51,9 @@ def table_task(system: str, lm: str) -> Task:
 
 def read_system_config(task: Task, path: Path) -> SystemConfig:
     """The system config in the JSON file ``path``; each failure is one line naming the file."""
+    text = read_text_file(path, "config file")
     try:
-        return SystemConfig.from_json(task.system, json.loads(path.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except OSError as exc:
-        raise ConfigError(f"config file {path}: cannot read it ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"config file {path}: not UTF-8 text (byte {exc.start})") from None
+        return SystemConfig.from_json(task.system, json.loads(text))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid JSON: {exc.msg}") from None
     except ConfigError as exc:
