@@ -18,6 +18,7 @@ from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.data import (
     Example,
+    load_amazon_sessions,
     load_hotpotqa,
     load_mbpp,
     load_musique,
@@ -98,6 +99,7 @@ DATASETS: dict[str, Callable[[int | None, int], list[Example]]] = {
     "musique": lambda limit, seed: load_musique(limit=limit),
     "pubmedqa": lambda limit, seed: load_pubmedqa(limit=limit),
     "mbpp": lambda limit, seed: load_mbpp(limit=limit),  # the sanitized test split
+    "amazon": lambda limit, seed: load_amazon_sessions(limit=limit),  # the test split
 }
 
 

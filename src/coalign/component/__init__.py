@@ -5,18 +5,21 @@ from coalign.component._llm import LLMComponent, first_line, render_fields, rend
 from coalign.component._retriever import Retriever
 from coalign.component._select import Select
 
-_TORCH_EXPORTS = ("PassageReranker", "PolicyComponent", "plackett_luce_log_prob")
+_TORCH_EXPORTS = {"PassageReranker": "_reranker", "PolicyComponent": "_policy",
+                  "plackett_luce_log_prob": "_reranker", "ItemDecider": "_decider",
+                  "EncoderPolicy": "_policy"}
 
 
 def __getattr__(name: str) -> object:
-    # The reranker needs torch (seconds to import): load it only when asked for.
+    # The policy components need torch (seconds to import): load them only when asked for.
     if name in _TORCH_EXPORTS:
-        from coalign.component import _reranker
+        import importlib
 
-        return getattr(_reranker, name)
+        return getattr(importlib.import_module(f"coalign.component.{_TORCH_EXPORTS[name]}"), name)
     raise AttributeError(f"module 'coalign.component' has no attribute {name!r}")
 
 
-__all__ = ["Component", "FunctionComponent", "LLMComponent", "PassageReranker", "PolicyComponent",
+__all__ = ["Component", "EncoderPolicy", "FunctionComponent", "ItemDecider", "LLMComponent",
+           "PassageReranker", "PolicyComponent",
            "Retriever", "Select", "first_line", "plackett_luce_log_prob", "render_fields",
            "render_value"]

@@ -4,47 +4,32 @@ The scorer (a ``Weights`` param) maps features of each (query, passage) pair to 
 runs sort by score; rollouts (``ctx.sampling`` with temperature > 0) draw an order from the
 Plackett–Luce distribution the scores define (Gumbel top-k with the step's seeded rng), so
 Monte-Carlo rollouts and policy-gradient optimizers see diverse, reproducible candidates.
-``PolicyComponent`` is what those optimizers need from any component driven by a torch module.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import random
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import torch
 from torch import nn
 
-from coalign.component._base import Component
+from coalign.component._policy import (
+    MINILM_DIM,
+    EncoderPolicy,
+    PolicyComponent,
+    encoder_dim,
+    gumbel_top_k,
+)
 from coalign.component._retriever import passage_text
 from coalign.errors import ConfigError
 from coalign.params import Weights
 from coalign.runtime import RunContext
 
-MINILM_DIM = 384  # width of the default backbone; known up front so no model loads at build time
-
-
-@runtime_checkable
-class PolicyComponent(Protocol):
-    """A component whose outputs are draws from a differentiable policy in a ``Weights`` param."""
-
-    name: str
-    policy_param: str
-
-    def log_prob(self, module: Any, inputs: Mapping[str, Any], outputs: Mapping[str, Any],
-                 temperature: float = 1.0) -> torch.Tensor:
-        """log π(outputs | inputs) under ``module``, differentiable in its parameters."""
-        ...
-
-    def sample(self, module: Any, inputs: Mapping[str, Any], rng: random.Random,
-               temperature: float = 1.0) -> dict[str, Any]:
-        """One draw of the outputs from π(· | inputs) (no gradient)."""
-        ...
+__all__ = ["PassageReranker", "PolicyComponent", "RerankScorer", "gumbel_top_k",
+           "plackett_luce_log_prob"]
 
 
 def plackett_luce_log_prob(logits: torch.Tensor, order: Sequence[int]) -> torch.Tensor:
@@ -57,12 +42,6 @@ def plackett_luce_log_prob(logits: torch.Tensor, order: Sequence[int]) -> torch.
     suffix = torch.logcumsumexp(perm.flip(0), 0).flip(0)
     k = len(chosen)
     return (perm[:k] - suffix[:k]).sum()
-
-
-def gumbel_top_k(logits: Sequence[float], k: int, rng: random.Random) -> list[int]:
-    """A Plackett–Luce draw of the first ``k`` picks: sort logits perturbed by Gumbel noise."""
-    keys = [float(s) - math.log(-math.log(rng.random() or 1e-300)) for s in logits]
-    return sorted(range(len(keys)), key=lambda i: -keys[i])[:k]
 
 
 class RerankScorer(nn.Module):
@@ -106,7 +85,7 @@ def pair_features(query: torch.Tensor, passages: torch.Tensor) -> torch.Tensor:
                      dim=1)
 
 
-class PassageReranker(Component):
+class PassageReranker(EncoderPolicy):
     """Reorders ``passages_field`` for ``query_field`` and keeps the top ``keep`` (all if None).
 
     Args:
@@ -116,61 +95,28 @@ class PassageReranker(Component):
         prior: initial weight on the incoming order.
     """
 
-    policy_param = "scorer"
-
     def __init__(self, name: str, query_field: str = "question",
                  passages_field: str = "candidates", output: str = "passages", *,
                  keep: int | None = None, backbone: Any = None, hidden: int = 32,
                  prior: float = 1.0, seed: int = 0, description: str = "", **kwargs: Any) -> None:
         if keep is not None and keep < 1:
             raise ConfigError(f"reranker {name!r}: keep must be >= 1 or None, got {keep}")
-        dim = int(backbone.dim) if backbone is not None else MINILM_DIM
-        scorer = Weights(functools.partial(seeded_scorer, dim, hidden, prior, seed),
+        scorer = Weights(functools.partial(seeded_scorer, encoder_dim(backbone), hidden, prior,
+                                           seed),
                          description="passage scorer over frozen sentence embeddings")
-        super().__init__(name, (query_field, passages_field), (output,),
+        super().__init__(name, (query_field, passages_field), (output,), backbone=backbone,
                          params={self.policy_param: scorer},
                          description=description or f"reorders the {passages_field}, those "
                                                     f"that answer the {query_field} first",
                          **kwargs)
         self.query_field, self.passages_field, self.output = query_field, passages_field, output
         self.keep = keep
-        self.dim = dim
-        self._backbone = backbone
-        self._lock = threading.Lock()
-        self._modules: OrderedDict[int, tuple[Any, nn.Module]] = OrderedDict()
-
-    @property
-    def backbone(self) -> Any:
-        with self._lock:
-            if self._backbone is None:
-                from coalign.rewards import MiniLMBackbone
-
-                self._backbone = MiniLMBackbone()
-            if int(self._backbone.dim) != self.dim:
-                raise ConfigError(f"reranker {self.name!r} was built for {self.dim}-d embeddings, "
-                                  f"its backbone gives {self._backbone.dim}")
-            return self._backbone
-
-    def module(self, value: Mapping[str, Any]) -> nn.Module:
-        """The scorer for a config value; the last few are kept (a rebuild per step is waste)."""
-        key = id(value)
-        with self._lock:
-            hit = self._modules.get(key)
-            if hit is not None and hit[0] is value:
-                self._modules.move_to_end(key)
-                return hit[1]
-        built = self.params[self.policy_param].build(value)
-        with self._lock:
-            self._modules[key] = (value, built)  # holding value keeps its id from being reused
-            while len(self._modules) > 8:
-                self._modules.popitem(last=False)
-        return built
 
     def scores(self, module: nn.Module, inputs: Mapping[str, Any]) -> torch.Tensor:
         """One score per incoming passage (differentiable in ``module``)."""
         passages = list(inputs[self.passages_field] or [])
         texts = [str(inputs[self.query_field] or "")] + [passage_text(p) for p in passages]
-        emb = torch.from_numpy(self.backbone.embed(texts))
+        emb = self.embed(texts)
         position = torch.arange(len(passages), dtype=torch.float32)
         return module(pair_features(emb[0], emb[1:]), position)
 

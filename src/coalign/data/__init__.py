@@ -1,5 +1,6 @@
 """Datasets (QA and code files, a generated world), answer metrics and the Example record."""
 
+from coalign.data._amazon import AMAZON_SPLITS, load_amazon_sessions
 from coalign.data._base import DataError, Example, split
 from coalign.data._code import MBPP_SPLITS, load_humaneval, load_mbpp
 from coalign.data._hotpotqa import load_hotpotqa
@@ -19,6 +20,7 @@ from coalign.data._pubmedqa import PUBMEDQA_LABELS, load_pubmedqa, pubmedqa_spli
 from coalign.data._world import Entity, World, build_world, make_world
 
 __all__ = [
+    "AMAZON_SPLITS",
     "DATA_DIR_ENV",
     "MBPP_SPLITS",
     "PUBMEDQA_LABELS",
@@ -35,6 +37,7 @@ __all__ = [
     "f1_score",
     "get_metric",
     "load_hotpotqa",
+    "load_amazon_sessions",
     "load_humaneval",
     "load_mbpp",
     "load_musique",

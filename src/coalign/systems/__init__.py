@@ -1,8 +1,9 @@
-"""Ready-made systems: ``multihop_qa``, ``pubmedqa_select``, ``code_gen`` and the reference's
-worked toys."""
+"""Ready-made systems: ``multihop_qa``, ``pubmedqa_select``, ``code_gen``, ``next_item`` and the
+reference's worked toys."""
 
 from coalign.systems._code import code_gen
 from coalign.systems._multihop import multihop_qa
+from coalign.systems._next_item import next_item
 from coalign.systems._pubmed import pubmedqa_select
 from coalign.systems._registry import SYSTEMS, models_of
 from coalign.systems._toys import (
@@ -19,4 +20,4 @@ from coalign.systems._toys import (
 
 __all__ = ["HINT_TOY", "MODEL_SELECTOR_TOY", "RETRIEVER_TOY", "SYSTEMS", "TOYS", "ProxySelector",
            "TableSelector", "Toy", "code_gen", "mean_reward", "models_of", "multihop_qa",
-           "pubmedqa_select", "rollout_picks"]
+           "next_item", "pubmedqa_select", "rollout_picks"]

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from coalign.systems._code import code_gen
 from coalign.systems._multihop import multihop_qa
+from coalign.systems._next_item import next_item
 from coalign.systems._pubmed import pubmedqa_select
 from coalign.task import Task
 
@@ -14,6 +15,7 @@ SYSTEMS: dict[str, Callable[[str], Task]] = {
     "multihop_qa_rerank": lambda model: multihop_qa(model, reranker=True),
     "pubmedqa_select": lambda model: pubmedqa_select(model),
     "code_gen": lambda model: code_gen(model),
+    "next_item": lambda model: next_item(model),
 }
 
 
