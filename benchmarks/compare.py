@@ -97,7 +97,7 @@ def run_system(name: str, quick: bool, seed: int, run_dir: Path, use_dspy: bool 
     where = system_dir(run_dir, name, seed, cfg)
     job, saved = Job.open(cfg, where), SavedRows(results, where.name)
     opt, out = job.optimizer, {}
-    rt = opt.runtime_for(set())
+    rt = opt.runtime_for({})
 
     def measure(method: str, run) -> None:
         row = (finished(job.store, saved, method, run) if method in methods

@@ -240,7 +240,7 @@ def test_search_sample_and_fresh_inputs_move_through_the_train_split(tmp_path):
     assert [window("abcde", t, 2) for t in range(3)] == [["a", "b"], ["c", "d"], ["e", "a"]]
     assert window("abc", 1, 5) == ["a", "b", "c"] and window("", 4, 3) == []
     opt = make_optimizer(tmp_path, writer_lm())  # 6 train inputs, search samples of 3
-    rt = opt.runtime_for(set())
+    rt = opt.runtime_for({})
     seen = [[x["q"] for x in opt._search_inputs("writer", rt, t)] for t in range(3)]
     assert seen == [["train 0", "train 1", "train 2"], ["train 3", "train 4", "train 5"],
                     ["train 0", "train 1", "train 2"]]

@@ -47,14 +47,17 @@ def populate(run_dir: Path, *, meta: bool = True, traces: bool = True) -> dict[s
     c1 = c0.with_value("answer", "prompt", TextValue(INJECT, (DEMO,)))
     prompt = c1["answer"]["prompt"].to_json()
     policy = [["route", "model"]]
+    selector = "5e1" * 21 + "c"  # digest of the route.model selector's frozen reward
 
     def rec(component, param, value, reason, before, after, config, policies):
         return {"component": component, "param": param, "value": value, "reason": reason,
                 "val_before": before, "val_after": after, "seconds": 1.5,
                 "config": config.to_json(), "policies": policies, "lrf_checkpoint": "lrf/x",
+                "selectors": {f"{c}.{p}": selector for c, p in policies},
                 "account": {}, "ledger": LEDGER}
 
-    keys = {"initial": c0.digest, "step0": c1.digest, "step2": c1.digest + "|route.model"}
+    keys = {"initial": c0.digest, "step0": c1.digest,
+            "step2": c1.digest + f"|route.model@{selector[:12]}"}
     with RunStore(run_dir) as store:
         store.put_step(0, "accepted", rec("answer", "prompt", prompt, "validation improved",
                                           0.40, 0.50, c1, []))

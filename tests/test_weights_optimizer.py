@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import random
 
@@ -79,7 +80,7 @@ def test_no_gain_keeps_the_current_weights():
             return np.zeros(len(items))
 
     ctx = context(strip(rerank_inputs(4)))
-    ctx.reward = Flat()
+    ctx = dataclasses.replace(ctx, reward=Flat())
     assert ReinforceWeightsOptimizer(epochs=2).propose(ctx) is ctx.current
 
 

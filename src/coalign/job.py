@@ -1,9 +1,12 @@
 """An optimization job from a YAML/JSON file: system, data split, budget; run, resume, summarize.
 
 ```yaml
-system: multihop_qa          # a name from coalign.systems
+system: multihop_qa          # a name from coalign.systems, or module:factory (your code)
+metric: f1                   # optional: f1 | em | accuracy | module:function
 model: qwen2.5-0.5b          # task model (name or spec)
-data: world                  # world | hotpotqa | musique | pubmedqa | mbpp | FILE.jsonl
+data: world                  # world | hotpotqa | musique | pubmedqa | mbpp | FILE (format detected)
+# data: {path: rows.jsonl, fields: {question: q, target: answer, id: qid}}   # any JSONL, mapped
+# data: {path: ori_pqal.json, ground_truth: test_ground_truth.json}          # PubMedQA test split
 split: {train: 12, val: 8, test: 20, seed: 0}
 budget: {iterations: 4, search_size: 4, fresh_inputs: 4, rollout_n: 3}
 gate: strict                 # or bootstrap
@@ -25,27 +28,31 @@ import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+)
 
 from coalign.config import SystemConfig, read_text_file
 from coalign.data import Example, split
+from coalign.data._files import DataFile
 from coalign.errors import ConfigError
+from coalign.imports import check_metric, load_task
 from coalign.lm import EndpointSettings, redact_url
-from coalign.optimize import (
-    ExpChoiceOptimizer,
-    Gate,
-    LoopSettings,
-    Optimizer,
-    ParetoTextOptimizer,
-)
-from coalign.optimize._loop import policy_suffix
+from coalign.optimize import Gate, LoopSettings, Optimizer
+from coalign.optimize._budget import BudgetSpec  # the budget block: the loop's defaults
+from coalign.optimize._selectors import Policies, policies_of, policy_suffix
 from coalign.rewards import LocalRewardModel, make_backbone
-from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load_dataset
+from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load_data
 from coalign.store import RunStore
-from coalign.systems import SYSTEMS, models_of
+from coalign.systems import models_of
 from coalign.task import Task
 
 
@@ -65,30 +72,34 @@ class SplitSpec(_Counts):
     seed: int = 0
 
 
-class BudgetSpec(_Counts):
-    iterations: int = Field(4, ge=0)
-    search_size: int = Field(4, ge=1)
-    fresh_inputs: int = Field(4, ge=1)
-    # temperature samples per rollout input; 0: candidates only (text params with a finite
-    # candidate set, e.g. on replay, are compared under each candidate instead)
-    rollout_n: int = Field(3, ge=0)
-    text_candidates: int = Field(3, ge=1)
-    text_steps: int = Field(3, ge=1)
-    text_alternatives: int = Field(0, ge=0)
-    min_alignment: float = Field(0.5, ge=0, le=1)
+class DataSpec(_Strict):
+    """A dataset file with how to read it (see ``coalign.data.DataFile``)."""
 
-    @field_validator("rollout_n")
-    @classmethod
-    def _samples(cls, n: int) -> int:
-        if n == 1:
-            raise ValueError("a rollout compares samples: use 0 (candidates only) or >= 2")
-        return n
+    path: str = Field(min_length=1)
+    fields: dict[str, str] | None = Field(None, min_length=1)  # system input/target/id -> row
+    ground_truth: str | None = None  # PubMedQA: {PMID: label} file (e.g. test_ground_truth.json)
+
+    def source(self) -> DataFile:
+        return DataFile(Path(self.path), self.fields,
+                        None if self.ground_truth is None else Path(self.ground_truth))
+
+    def __str__(self) -> str:
+        return self.path
+
+
+# a name or a file mapping; the tags keep pydantic from reporting both shapes' errors (and are
+# left out of the field named in a message)
+_DATA_TAGS = ("name", "file")
+DataField = Annotated[Annotated[str, Tag("name")] | Annotated[DataSpec, Tag("file")],
+                      Discriminator(lambda v: "file" if isinstance(v, dict | DataSpec)
+                                    else "name")]
 
 
 class RunConfig(_Strict):
-    system: str = "multihop_qa"
+    system: str = "multihop_qa"  # a name in coalign.systems.SYSTEMS or module:factory
+    metric: str | None = None  # f1 | em | accuracy | module:function; default: the system's
     model: str = "qwen2.5-0.5b"
-    data: str = "world"
+    data: DataField = "world"
     split: SplitSpec = SplitSpec()
     budget: BudgetSpec = BudgetSpec()
     gate: Literal["strict", "bootstrap"] = "strict"
@@ -98,6 +109,7 @@ class RunConfig(_Strict):
     # optimize only these (default: all with params)
     components: list[str] | None = Field(None, min_length=1)
     text_optimizer: Literal["opro", "pareto"] = "opro"  # pareto: coalign.search beam search
+    weights_optimizer: Literal["reinforce", "ppo"] = "reinforce"  # ppo: the PPO-clip surrogate
     backbone: str = "minilm"
     start: dict[str, dict[str, Any]] = {}  # component -> param -> starting value (JSON form)
     # "component.param" of a per-instance Choice -> option -> relative cost per call
@@ -162,7 +174,7 @@ def parse_run_config(raw: Any, where: str = "run config") -> RunConfig:
         return RunConfig.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        loc = ".".join(str(p) for p in err["loc"] if p not in _DATA_TAGS) or "(root)"
         raise ConfigError(f"{where}: field {loc!r}: {err['msg']}") from None
 
 
@@ -175,25 +187,28 @@ class Job:
     test: list[Example]
     store: RunStore
     optimizer: Optimizer
+    data_read: str = ""  # what the data was read as (a file's detected format)
 
     @classmethod
     def open(cls, cfg: RunConfig, run_dir: Path) -> Job:
-        """Build (or reopen) the job in ``run_dir``; a different config there is refused."""
-        if cfg.system not in SYSTEMS:
-            raise ConfigError(f"unknown system {cfg.system!r}; available: {sorted(SYSTEMS)}")
+        """Build (or reopen) the job in ``run_dir``; a different config there is refused.
+        The system, metric and data are resolved and checked before the run dir is touched."""
         task, pool = _replay_task(cfg) if cfg.lm is not None else (
-            SYSTEMS[cfg.system](cfg.model), None)
+            load_task(cfg.system, cfg.model, cfg.metric), None)
         try:
             task.system.set_defaults(cfg.start)
         except ConfigError as exc:
             raise ConfigError(f"run config field 'start': {exc}") from None
         costs = choice_costs(task, cfg.choice_costs)  # checked before the run dir is touched
         s = cfg.split
-        examples = pool if pool is not None else load_dataset(cfg.data, s.train + s.val + s.test,
-                                                              cfg.seed)
+        data = cfg.data if isinstance(cfg.data, str) else cfg.data.source()
+        examples, data_read = (pool, f"replay table {cfg.lm}") if pool is not None else \
+            load_data(data, s.train + s.val + s.test, cfg.seed)
         if len(examples) < s.train + s.val + s.test:
-            raise ConfigError(f"dataset {cfg.data!r} has {len(examples)} examples; the split "
-                              f"needs {s.train + s.val + s.test}")
+            raise ConfigError(f"dataset {str(cfg.data)!r} has {len(examples)} examples; the "
+                              f"split needs {s.train + s.val + s.test}")
+        task.check_inputs(examples, repr(str(cfg.data)))
+        check_metric(task, examples[0], cfg.system, cfg.metric)
         train, val, test = split(examples, [s.train, s.val, s.test], seed=s.seed)
         created = not run_dir.exists()
         store = RunStore(run_dir)
@@ -204,16 +219,16 @@ class Job:
             if created:  # a refused config leaves no run dir behind
                 shutil.rmtree(run_dir, ignore_errors=True)
             raise
-        return cls(cfg, task, train, val, test, store, optimizer)
+        return cls(cfg, task, train, val, test, store, optimizer, data_read)
 
-    def _test(self, config: SystemConfig, policies: set[tuple[str, str]]) -> EvalResult:
+    def _test(self, config: SystemConfig, policies: Policies) -> EvalResult:
         return evaluate(self.task, self.test, config, self.optimizer.runtime_for(policies),
                         self.store, tag="test" + policy_suffix(policies))
 
     def evaluate_test(self) -> tuple[EvalResult, EvalResult]:
         """Test metric of the unoptimized and the optimized system (stored, resumable)."""
         opt = self.optimizer
-        before = self._test(self.task.system.default_config(), set())
+        before = self._test(self.task.system.default_config(), {})
         after = self._test(opt.config, opt.policies)
         self.store.set_meta("result", {"metric": self.task.metric_name,
                                        "before": before.mean_reward, "after": after.mean_reward,
@@ -224,13 +239,13 @@ class Job:
         """Each accepted step's test metric before and after it: does its validation gain hold
         on test? A small validation split accepts noise; this is how to see it. Each config is
         evaluated once (stored), and the response cache re-runs only what a step changed."""
-        prev = self._test(self.task.system.default_config(), set()).mean_reward
+        prev = self._test(self.task.system.default_config(), {}).mean_reward
         rows = []
         for t, state, rec in self.store.steps():
             if state != "accepted":
                 continue
             config = SystemConfig.from_json(self.task.system, rec["config"])
-            after = self._test(config, {(c, p) for c, p in rec["policies"]}).mean_reward
+            after = self._test(config, policies_of(rec)).mean_reward  # as validated
             rows.append({"step": t, "component": rec["component"], "param": rec["param"],
                          "val_before": rec["val_before"], "val_after": rec["val_after"],
                          "test_before": prev, "test_after": after, "holds": after > prev})
@@ -283,6 +298,9 @@ def _replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
     if space.system != cfg.system or space.dataset != cfg.data:
         raise ConfigError(f"run config: replay table {cfg.lm[len(REPLAY):]} holds "
                           f"{space.system} on {space.dataset}, not {cfg.system} on {cfg.data}")
+    if cfg.metric is not None:
+        raise ConfigError("run config: 'metric' is not used on replay (the table's rewards "
+                          "are its system's metric); remove it")
     if cfg.proposer is not None:
         raise ConfigError("run config: 'proposer' is not used on replay (text params choose "
                           "among the table's candidates); remove it")
@@ -327,23 +345,14 @@ def _optimizer(cfg: RunConfig, task: Task, train: list[Example], val: list[Examp
                                seed=cfg.seed, lm=cfg.lm, endpoint=cfg.endpoint)
     reward = LocalRewardModel(make_backbone(cfg.backbone),
                               {c.name: c.description for c in task.system.components})
-    b = cfg.budget
-    settings = LoopSettings(iterations=b.iterations, search_size=b.search_size,
-                            fresh_inputs=b.fresh_inputs, rollout_n=b.rollout_n,
-                            text_candidates=b.text_candidates, text_steps=b.text_steps,
-                            text_alternatives=b.text_alternatives,
-                            min_alignment=b.min_alignment,
+    settings = LoopSettings(**cfg.budget.model_dump(),  # every budget field, by name
                             gate=Gate(cfg.gate, confidence=cfg.gate_confidence,
                                       seed=cfg.seed, early_reject=cfg.early_reject),
-                            proposer=cfg.proposer,
-                            components=cfg.components, seed=cfg.seed,
-                            choice_costs=costs,
-                            cost_weight=cfg.cost_weight)
-    optimizers = None
-    if cfg.text_optimizer == "pareto":
-        optimizers = {"text": ParetoTextOptimizer(budget=3 * b.text_candidates),
-                      "choice": ExpChoiceOptimizer()}
-    optimizer = Optimizer(task, train, val, runtime, store, reward, settings, optimizers)
+                            proposer=cfg.proposer, components=cfg.components, seed=cfg.seed,
+                            choice_costs=costs, cost_weight=cfg.cost_weight,
+                            text_optimizer=cfg.text_optimizer,
+                            weights_optimizer=cfg.weights_optimizer)
+    optimizer = Optimizer(task, train, val, runtime, store, reward, settings)
     with store.transaction():
         store.set_meta("system_space", space)
         store.set_meta("run_config", cfg.redacted().model_dump())

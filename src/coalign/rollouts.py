@@ -19,6 +19,7 @@ same requests (sample indices i and j).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -148,6 +149,11 @@ def _candidates(task: Task, component: str, downstream: list[str], example: Exam
     traces: list[Trace] = []
     x_k: dict[str, Any] = {}
     draws = spec.alternatives or tuple(range(spec.n))
+    if spec.param is not None and (component, spec.param) in runtime.selectors:
+        # the alternatives are what is compared: a selector in place would override each of
+        # them with its own pick, leaving one candidate and no pair
+        runtime = dataclasses.replace(runtime, selectors={
+            k: v for k, v in runtime.selectors.items() if k != (component, spec.param)})
     settings = []
     for i, draw in enumerate(draws):
         if spec.param is not None:

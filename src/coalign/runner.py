@@ -25,8 +25,9 @@ from coalign.data import (
     load_pubmedqa,
     make_world,
 )
-from coalign.data._io import Fields, iter_jsonl, unique_ids
-from coalign.errors import ConfigError, DataError
+from coalign.data._files import DataFile, load_file
+from coalign.data._files import load_jsonl_examples as load_jsonl_examples  # its old home
+from coalign.errors import ConfigError
 from coalign.lm import CachedLM, EndpointSettings, UsageMeter, make_lm
 from coalign.runtime import Runtime
 from coalign.store import RunStore
@@ -78,42 +79,37 @@ def replay_lms(lm: str, models: Sequence[str]) -> dict[str, Any]:
     return {m: lms[m] for m in models}
 
 
-def load_jsonl_examples(path: Path, limit: int | None = None) -> list[Example]:
-    """Examples from JSONL rows ``{"id", "inputs": {...}, "target", "meta"?}``; ids must differ
-    and every row needs a target (a missing one would silently score 0)."""
-    out, wheres = [], []
-    for where, obj in iter_jsonl(path, limit):
-        row = Fields(where, obj)
-        if obj.get("target") is None:
-            raise row.fail("target", "missing" if "target" not in obj else "is null")
-        out.append(Example(str(row.get("id", (str, int))), dict(row.get("inputs", dict)),
-                           obj["target"], dict(row.get("meta", dict, optional=True) or {})))
-        wheres.append(where)
-    unique_ids(zip(wheres, (e.id for e in out), strict=True))
-    return out
-
-
 DATASETS: dict[str, Callable[[int | None, int], list[Example]]] = {
     "world": lambda limit, seed: make_world(seed=seed, n_questions=limit or 100),
     "hotpotqa": lambda limit, seed: load_hotpotqa(limit=limit),
     "musique": lambda limit, seed: load_musique(limit=limit),
     "pubmedqa": lambda limit, seed: load_pubmedqa(limit=limit),
     "mbpp": lambda limit, seed: load_mbpp(limit=limit),  # the sanitized test split
-    "amazon": lambda limit, seed: load_amazon_sessions(limit=limit),  # the test split
+    # every session (train, val, test in turn): a run config draws its own split from them
+    "amazon": lambda limit, seed: load_amazon_sessions(split=None, limit=limit),
 }
 
 
-def load_dataset(spec: str, limit: int | None = None, seed: int = 0) -> list[Example]:
-    """A named dataset (``world``, ``hotpotqa``, ``musique``, ``pubmedqa``, ``mbpp``) or a JSONL
-    path."""
-    if spec in DATASETS:
-        return DATASETS[spec](limit, seed)
-    path = Path(spec)
-    if path.suffix == ".jsonl" or path.exists():
-        if not path.is_file():
-            raise DataError(f"{path}: dataset file not found")
-        return load_jsonl_examples(path, limit)
-    raise ConfigError(f"unknown dataset {spec!r}; use one of {sorted(DATASETS)} or a .jsonl path")
+def load_dataset(spec: str | DataFile, limit: int | None = None, seed: int = 0
+                 ) -> list[Example]:
+    """A named dataset (a key of ``DATASETS``) or a file: see ``load_data``."""
+    return load_data(spec, limit, seed)[0]
+
+
+def load_data(spec: str | DataFile, limit: int | None = None, seed: int = 0
+              ) -> tuple[list[Example], str]:
+    """A named dataset or a file in any format ``coalign.data`` reads (told from its content;
+    ``DataFile.fields`` maps any other JSONL), with what was read: the name, or the file and
+    its detected format."""
+    if isinstance(spec, str) and spec in DATASETS:
+        return DATASETS[spec](limit, seed), spec
+    source = spec if isinstance(spec, DataFile) else DataFile(Path(spec))
+    if isinstance(spec, str) and source.path.suffix not in (".json", ".jsonl") \
+            and not source.path.exists():
+        raise ConfigError(f"unknown dataset {spec!r}; use one of {sorted(DATASETS)} or a "
+                          ".json/.jsonl path")
+    examples, described = load_file(source, limit)
+    return examples, f"{source.path} read as {described}"
 
 
 @dataclass

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from coalign.data._base import Example
+from coalign.errors import ConfigError
 from coalign.system import System
 from coalign.trace import Trace
 
@@ -28,3 +29,15 @@ class Task:
         """Set and return ``trace.reward``."""
         trace.reward = self.reward(trace, example)
         return trace
+
+    def check_inputs(self, examples: Sequence[Example], data: str) -> None:
+        """Refuse ``examples`` (of the dataset named ``data``) that lack an input the system
+        declares: one line naming the field, before a run fails on it halfway."""
+        for e in examples:
+            missing = [f for f in self.system.inputs if f not in e.inputs]
+            if missing:
+                raise ConfigError(
+                    f"dataset {data}: system {self.system.name!r} needs input {missing[0]!r}, "
+                    f"missing from example {e.id!r} (it has {sorted(e.inputs)}); use data that "
+                    f"has it or map a row field to it (data: {{path, fields: {{{missing[0]}: "
+                    "...}})")

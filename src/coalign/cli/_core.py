@@ -16,6 +16,8 @@ from coalign.cli._app import app
 from coalign.cli._endpoint import CONCURRENCY, RETRIES, TIMEOUT, endpoint_settings
 from coalign.config import SystemConfig, read_text_file
 from coalign.errors import ConfigError
+from coalign.export import LoadedSystem, load_system
+from coalign.imports import check_metric, load_task
 from coalign.lm import EndpointSettings
 from coalign.runner import (
     CACHE_NAME,
@@ -23,19 +25,13 @@ from coalign.runner import (
     EvalResult,
     build_runtime,
     evaluate,
-    load_dataset,
+    load_data,
 )
 from coalign.store import RunStore
-from coalign.systems import SYSTEMS, models_of
+from coalign.systems import models_of
 from coalign.task import Task
 
 console = Console()
-
-
-def make_task(system: str, model: str) -> Task:
-    if system not in SYSTEMS:
-        raise ConfigError(f"unknown system {system!r}; available: {sorted(SYSTEMS)}")
-    return SYSTEMS[system](model)
 
 
 def table_task(system: str, lm: str) -> Task:
@@ -62,12 +58,19 @@ def read_system_config(task: Task, path: Path) -> SystemConfig:
 
 def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, workers: int,
                    seed: int, config_path: Path | None, lm: str | None = None,
-                   endpoint: EndpointSettings | None = None) -> EvalResult:
-    examples = load_dataset(data, limit, seed)
+                   endpoint: EndpointSettings | None = None, *,
+                   system: str = "", metric: str | None = None) -> EvalResult:
+    """Evaluate ``task`` on ``data``; ``system`` and ``metric`` as the user named them (a
+    metric from their own code is tried on one example before anything is written)."""
+    examples, data_read = load_data(data, limit, seed)
     if not examples:
         raise ConfigError(f"dataset {data!r} has no examples")
-    config = (task.system.default_config() if config_path is None
-              else read_system_config(task, config_path))
+    task.check_inputs(examples, repr(data))
+    check_metric(task, examples[0], system or task.system.name, metric)
+    # a plain config mapping, or a file from `coalign export` (with its selectors)
+    loaded = (LoadedSystem(task.system.default_config()) if config_path is None
+              else load_system(config_path, task))
+    console.print(Text(f"data: {data_read}, {len(examples)} examples"))
     store = RunStore(run_dir)
     store.set_meta("system", task.system.name)
     runtime, _ = build_runtime(models_of(task), run_dir / CACHE_NAME, max_workers=workers,
@@ -77,8 +80,8 @@ def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, work
                   transient=True) as bar:
         # the description column reads markup: a data path is escaped
         job = bar.add_task(escape(f"{task.system.name} on {data}"), total=len(examples))
-        result = evaluate(task, examples, config, runtime, store,
-                          on_done=lambda t: bar.advance(job))
+        result = evaluate(task, examples, loaded.config, loaded.runtime(runtime), store,
+                          tag=loaded.tag, on_done=lambda t: bar.advance(job))
     store.close()
     return result
 
@@ -104,9 +107,13 @@ def print_result(title: str, task: Task, result: EvalResult) -> None:
 
 @app.command("evaluate")
 def evaluate_cmd(
-    system: str = typer.Argument(..., help="system name, e.g. multihop_qa"),
+    system: str = typer.Argument(..., help="system name, e.g. multihop_qa, or module:factory"),
     data: str = typer.Option(
-        "world", help="world | hotpotqa | musique | pubmedqa | mbpp | FILE.jsonl"),
+        "world", help="world | hotpotqa | musique | pubmedqa | mbpp | amazon | FILE (format "
+                      "detected: "
+                      "HotpotQA, 2Wiki, MuSiQue, PubMedQA, MBPP, HumanEval, coalign rows)"),
+    metric: str = typer.Option(None, help="f1 | em | accuracy | module:function (default: the "
+                                          "system's)"),
     limit: int = typer.Option(20, min=1, help="number of examples"),
     run_dir: Path = typer.Option(Path("runs/evaluate"), help="run store + LLM cache folder"),
     model: str = typer.Option("qwen2.5-0.5b", help="task model (name or spec)"),
@@ -122,8 +129,13 @@ def evaluate_cmd(
 ) -> None:
     """Evaluate a system on a dataset; rerunning the same command resumes with no repeated call."""
     endpoint = endpoint_settings(timeout, retries, concurrency)
-    task = table_task(system, lm) if lm and lm.startswith(REPLAY) else make_task(system, model)
-    result = run_evaluation(task, data, limit, run_dir, workers, seed, config, lm, endpoint)
+    if lm and lm.startswith(REPLAY) and metric is not None:
+        raise ConfigError("--metric is not used with --lm replay: (the table's rewards are its "
+                          "system's metric)")
+    task = (table_task(system, lm) if lm and lm.startswith(REPLAY)
+            else load_task(system, model, metric))
+    result = run_evaluation(task, data, limit, run_dir, workers, seed, config, lm, endpoint,
+                            system=system, metric=metric)
     print_result(f"{system} on {data}", task, result)
     if json_out is not None:
         scores = {t.example_id: t.reward for t in result.traces}  # per example: paired checks

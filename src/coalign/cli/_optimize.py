@@ -58,6 +58,8 @@ def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
     console.print(Text.assemble(
         (cfg.system, "bold"), f" on {cfg.data}: train {len(job.train)}, val {len(job.val)}, "
         f"test {len(job.test)}; {cfg.budget.iterations} iterations; run dir {run_dir}"))
+    if job.data_read != str(cfg.data):  # a file: say which format it was read as
+        console.print(Text(f"data: {job.data_read}"))
     for comp, params in cfg.start.items():
         for name, value in params.items():
             console.print(Text(f"starting from {comp}.{name} = {value!r}"))

@@ -81,10 +81,10 @@ def load_amazon_sessions(path: Path | str | None = None, *, split: str | None = 
         rest.append(rows[:cut])
     # the reference pools the files' first parts before its 85/15 cut; stratified, each
     # language is cut on its own
-    for rows in (rest if stratify else [[r for rows in rest for r in rows]]):
-        keep = int(len(rows) * 0.85)
-        parts["train"] += rows[:keep]
-        parts["val"] += rows[keep:]
+    for part in (rest if stratify else [[r for rows in rest for r in rows]]):
+        keep = int(len(part) * 0.85)
+        parts["train"] += part[:keep]
+        parts["val"] += part[keep:]
     out = parts[split] if split is not None else [e for p in parts.values() for e in p]
     return out if limit is None else out[:limit]
 

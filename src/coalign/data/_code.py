@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coalign.data._base import Example
-from coalign.data._io import Fields, check_limit, iter_jsonl, read_json, resolve_file
+from coalign.data._io import Fields, check_limit, first_char, iter_jsonl, read_json, resolve_file
 from coalign.errors import ConfigError, DataError
 
 __all__ = ["MBPP_SPLITS", "load_humaneval", "load_mbpp"]
@@ -35,7 +35,8 @@ def load_mbpp(path: Path | str | None = None, *, split: str | None = "test",
     Args:
         path: the hand-verified ``sanitized-mbpp.json`` (a JSON array; default: the shared
             copy) or the full ``mbpp.jsonl`` (one object a line; ``text`` and
-            ``test_setup_code`` in place of ``prompt`` and ``test_imports``).
+            ``test_setup_code`` in place of ``prompt`` and ``test_imports``); array or lines,
+            sanitized or full fields, are told apart by content.
         split: keep the task ids of this published split (``test``, ``validation``,
             ``train``, ``prompt``), or ``None`` for all.
         limit: keep at most this many problems (after the split).
@@ -52,7 +53,6 @@ def load_mbpp(path: Path | str | None = None, *, split: str | None = "test",
     if split is not None and split not in MBPP_SPLITS:
         raise ConfigError(f"split: must be one of {sorted(MBPP_SPLITS)} or None (got {split!r})")
     file = resolve_file(path, MBPP_FILE)
-    full = file.suffix == ".jsonl"
     examples = []
     seen: set[int] = set()
     for row in _mbpp_rows(file):
@@ -65,6 +65,7 @@ def load_mbpp(path: Path | str | None = None, *, split: str | None = "test",
         if limit is not None and len(examples) >= limit:
             continue  # keep reading: a repeated id further on is still an error
         tests = row.strings("test_list", nonempty=True)
+        full = row.get("prompt", str, optional=True) is None  # the full set's field names
         setup = (row.get("test_setup_code", str, optional=True) or "" if full
                  else "\n".join(row.strings("test_imports", optional=True)))
         examples.append(Example(
@@ -112,7 +113,7 @@ def load_humaneval(path: Path | str, *, limit: int | None = None) -> list[Exampl
 
 
 def _mbpp_rows(file: Path) -> list[Fields]:
-    if file.suffix == ".jsonl":
+    if first_char(file) != "[":
         return [Fields(where, obj) for where, obj in iter_jsonl(file)]
     data = read_json(file)
     if not isinstance(data, list):

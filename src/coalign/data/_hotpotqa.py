@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coalign.data._base import DataError, Example
+from coalign.data._base import Example
 from coalign.data._hotpot_formats import hotpot_example
-from coalign.data._io import Fields, check_limit, iter_jsonl, read_json, resolve_file, unique_ids
+from coalign.data._io import Fields, check_limit, read_rows, resolve_file, unique_ids
 
 __all__ = ["load_hotpotqa"]
 
@@ -34,21 +34,7 @@ def load_hotpotqa(path: Path | str | None = None, limit: int | None = None) -> l
     """
     check_limit(limit)
     file = resolve_file(path, HOTPOTQA_FILE)
-    rows = _rows(file, limit)
+    rows = read_rows(file, limit)
     examples = [hotpot_example(Fields(where, obj), obj) for where, obj in rows]
     unique_ids(zip((where for where, _ in rows), (e.id for e in examples), strict=True))
     return examples
-
-
-def _rows(file: Path, limit: int | None) -> list[tuple[str, dict]]:
-    if file.suffix != ".json":
-        return list(iter_jsonl(file, limit))
-    data = read_json(file)
-    if not isinstance(data, list):
-        raise DataError(f"{file.name}: expected a JSON array of questions")
-    rows = []
-    for i, obj in enumerate(data[:limit] if limit is not None else data):
-        if not isinstance(obj, dict):
-            raise DataError(f"{file.name} item {i}: expected an object (got {type(obj).__name__})")
-        rows.append((f"{file.name} item {i}", obj))
-    return rows

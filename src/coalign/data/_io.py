@@ -10,8 +10,8 @@ from typing import Any
 
 from coalign.errors import ConfigError, DataError
 
-__all__ = ["DATA_DIR_ENV", "Fields", "data_dir", "iter_jsonl", "read_json", "resolve_file",
-           "unique_ids"]
+__all__ = ["DATA_DIR_ENV", "Fields", "data_dir", "first_char", "iter_jsonl", "read_json",
+           "read_rows", "resolve_file", "unique_ids"]
 
 DATA_DIR_ENV = "COALIGN_DATA_DIR"
 
@@ -103,6 +103,35 @@ def iter_jsonl(path: Path, limit: int | None = None) -> Iterator[tuple[str, dict
                 raise DataError(f"{where}: expected a JSON object (got {type(obj).__name__})")
             count += 1
             yield where, obj
+
+
+def first_char(path: Path) -> str:
+    """The file's first non-blank character (``""`` for a blank file): ``[`` begins a JSON
+    array, ``{`` a JSON object or JSONL rows. Read by content, not by suffix: published files
+    are often named ``.json`` while holding one object a line, and the other way round."""
+    with path.open("rb") as handle:
+        while chunk := handle.read(4096):
+            stripped = chunk.lstrip()
+            if stripped:
+                return stripped[:1].decode("ascii", errors="replace")
+    return ""
+
+
+def read_rows(path: Path, limit: int | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """``(where, object)`` per record of a JSON array (``"<file> item I"``) or of JSONL rows
+    (``"<file> line N"``), told apart by content; at most ``limit`` records."""
+    check_limit(limit)
+    if first_char(path) != "[":
+        return list(iter_jsonl(path, limit))
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise DataError(f"{path.name}: expected a JSON array of records")
+    rows = []
+    for i, obj in enumerate(data[:limit] if limit is not None else data):
+        if not isinstance(obj, dict):
+            raise DataError(f"{path.name} item {i}: expected an object (got {type(obj).__name__})")
+        rows.append((f"{path.name} item {i}", obj))
+    return rows
 
 
 def read_json(path: Path) -> Any:

@@ -15,17 +15,24 @@ SPLIT_FILE = "pubmedqa/optimas_split_pmids.json"
 PUBMEDQA_LABELS = ("yes", "no", "maybe")
 
 
-def load_pubmedqa(path: Path | str | None = None, limit: int | None = None) -> list[Example]:
+def load_pubmedqa(path: Path | str | None = None, limit: int | None = None, *,
+                  ground_truth: Path | str | None = None) -> list[Example]:
     """Load PubMedQA items (a JSON object keyed by PMID, the ``ori_pqal.json`` schema).
 
     Args:
         path: the JSON file; default: the shared ``pqal_train500.json`` (the official
             train half of PQA-L; the test half is held out).
         limit: keep at most this many items (in file order).
+        ground_truth: a ``{PMID: label}`` file such as the official
+            ``test_ground_truth.json``: only its PMIDs are loaded (in ``path``'s order), each
+            labelled by it (an item's own ``final_decision`` may then be absent). Every one of
+            its PMIDs must be in ``path``: a partial match means the files do not belong
+            together.
 
     Returns:
         Examples with ``id`` = PMID, ``inputs = {"question", "contexts": [str, ...]}``,
-        ``target`` = ``final_decision`` (``"yes"``, ``"no"`` or ``"maybe"``) and ``meta`` holding
+        ``target`` = ``final_decision`` or the ground-truth label (``"yes"``, ``"no"`` or
+        ``"maybe"``) and ``meta`` holding
         ``pmid``, ``long_answer``, ``labels`` (section names of the contexts), ``meshes`` and
         ``year``.
 
@@ -37,12 +44,21 @@ def load_pubmedqa(path: Path | str | None = None, limit: int | None = None) -> l
     data = read_json(file)
     if not isinstance(data, dict):
         raise DataError(f"{file.name}: expected a JSON object keyed by PMID")
+    labels = _ground_truth(Path(ground_truth).expanduser(), data, file) if ground_truth else None
     examples = []
     for pmid, item in data.items():
         if limit is not None and len(examples) >= limit:
             break
+        if labels is not None and pmid not in labels:
+            continue
         row = Fields(f"{file.name} PMID {pmid}", item)
-        label = row.text("final_decision")
+        if labels is not None:
+            label = labels[pmid]
+        elif isinstance(item, dict) and "final_decision" not in item:
+            raise row.fail("final_decision", "missing; an unlabelled test file needs its "
+                                             "ground-truth file (data: {path, ground_truth})")
+        else:
+            label = row.text("final_decision")
         if label not in PUBMEDQA_LABELS:
             raise row.fail("final_decision", f"must be one of {'/'.join(PUBMEDQA_LABELS)} "
                                              f"(got {label!r})")
@@ -64,6 +80,23 @@ def load_pubmedqa(path: Path | str | None = None, limit: int | None = None) -> l
             )
         )
     return examples
+
+
+def _ground_truth(file: Path, data: dict, items: Path) -> dict[str, str]:
+    """``{PMID: label}`` of a ground-truth file, every PMID present in ``items``."""
+    if not file.is_file():
+        raise DataError(f"{file}: ground-truth file not found")
+    labels = read_json(file)
+    if not isinstance(labels, dict):
+        raise DataError(f"{file.name}: expected a JSON object of PMID -> yes/no/maybe")
+    for pmid, label in labels.items():
+        if label not in PUBMEDQA_LABELS:
+            raise DataError(f"{file.name} PMID {pmid}: label must be one of "
+                            f"{'/'.join(PUBMEDQA_LABELS)} (got {label!r})")
+        if pmid not in data:
+            raise DataError(f"{file.name} PMID {pmid}: not in {items.name}; pass the PubMedQA "
+                            "file these labels belong to")
+    return labels
 
 
 def pubmedqa_split(

@@ -26,9 +26,15 @@ from coalign.task import Task
 from coalign.trace import Step, Trace
 
 
-@dataclass
+@dataclass(frozen=True)
 class LocalContext:
-    """Read-only view of one local optimization step plus the means to score candidates."""
+    """One local optimization step: what it is given and the means to score candidates.
+
+    No field can be reassigned (the config, search inputs and reward are the step's). Two things
+    change as candidates are scored: a memo of the component's outputs per value, and
+    ``history``, where the optimizer records the (value, mean reward) pairs it compared; the loop
+    writes them to the ledger.
+    """
 
     task: Task
     component: str
@@ -120,9 +126,6 @@ class BaseLocalOptimizer(abc.ABC):
 
     @abc.abstractmethod
     def propose(self, ctx: LocalContext) -> Any: ...
-
-    def after_step(self, accepted: bool) -> None:  # optional hook
-        return None
 
     def alternatives(self, current: Any, rng: random.Random, k: int) -> tuple[Any, ...]:
         """Up to ``k`` values near ``current`` worth rolling out in stage 1 (default: none)."""

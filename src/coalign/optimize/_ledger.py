@@ -85,6 +85,10 @@ def checked_steps(store: RunStore) -> list[tuple[int, str, dict[str, Any]]]:
                                    and all(isinstance(x, str) for x in p)
                                    for p in rec["policies"]):
             bad = "policies"
+        selectors = rec.get("selectors", {})
+        if bad is None and not (isinstance(selectors, dict)
+                                and all(isinstance(d, str) for d in selectors.values())):
+            bad = "selectors"
         if bad is not None:
             raise StoreError(f"run store {store.run_dir}: ledger step {t} has no valid {bad!r}; "
                              "the store was altered (use a new --run-dir)")

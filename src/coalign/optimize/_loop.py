@@ -4,7 +4,8 @@ Each iteration draws a component uniformly, lets the local optimizer of its para
 a new value with every other slot fixed, validates the whole system on held-out inputs with
 ``run_from`` (only the changed component and what is downstream re-run), and accepts only on a
 strictly higher summed reward. After an accepted step the local rewards are adapted on the pairs
-of a small fresh batch (stage 2). Every decision is written to the run store's step ledger; the
+of a small fresh batch (stage 2); a per-instance selector keeps the frozen reward it was validated
+with (``_selectors``). Every decision is written to the run store's step ledger; the
 reward model is checkpointed per step, so a killed run resumes where its ledger ends and, with
 the response cache, repeats no LLM call.
 """
@@ -21,16 +22,22 @@ from typing import Any
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.data._base import Example
-from coalign.errors import ConfigError
+from coalign.errors import ConfigError, StoreError
 from coalign.optimize._alignment import cross_validated_alignment
 from coalign.optimize._base import BaseLocalOptimizer, LocalContext
-from coalign.optimize._choice import POLICY, ExpChoiceOptimizer, RewardSelector
+from coalign.optimize._choice import POLICY, RewardSelector
 from coalign.optimize._coupled import Variant, variant_key
 from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
+from coalign.optimize._local import local_optimizers
 from coalign.optimize._proposing import Proposing
+from coalign.optimize._selectors import (
+    FrozenRewards,
+    Policies,
+    policies_of,
+    policy_suffix,
+    selectors_json,
+)
 from coalign.optimize._settings import LoopSettings, window
-from coalign.optimize._text import TextOptimizer
-from coalign.optimize._weights import ReinforceWeightsOptimizer
 from coalign.pairs import to_jsonable
 from coalign.rewards import LocalRewardModel, load_reward_model, save_reward_model
 from coalign.rollouts import RolloutSpec, collect_pairs
@@ -58,11 +65,6 @@ REJECTED = "validation did not improve"
 REJECTED_EARLY = "validation stopped early: worse so far"  # see Gate.early_reject
 
 
-def policy_suffix(policies: set[tuple[str, str]]) -> str:
-    """What tells stored traces of one config apart by the per-instance policies in place."""
-    return "".join(sorted(f"|{c}.{p}" for c, p in policies))
-
-
 class Optimizer(Proposing):
     def __init__(self, task: Task, train: Sequence[Example], val: Sequence[Example],
                  runtime: Runtime, store: RunStore, reward: LocalRewardModel,
@@ -74,18 +76,21 @@ class Optimizer(Proposing):
         self.train, self.val = list(train), list(val)
         self.runtime, self.store, self.reward = runtime, store, reward
         self.s = settings or LoopSettings()
-        self.optimizers = optimizers or {"text": TextOptimizer(self.s.text_candidates,
-                                                               self.s.text_steps),
-                                         "choice": ExpChoiceOptimizer(self.s.tau),
-                                         "weights": ReinforceWeightsOptimizer(
-                                             temperature=self.s.temperature, seed=self.s.seed)}
+        self.optimizers = optimizers or local_optimizers(self.s)
         names = self.s.components or [c.name for c in self.system.components if c.params]
         self.targets = [(c, p) for c in names for p in self.system.component(c).params]
         if not self.targets:
             raise ConfigError(f"system {self.system.name!r} has no parameters to optimize")
+        for c, p in self.targets:  # refused now, not when the param is first drawn
+            kind = self.system.component(c).params[p].kind
+            if kind not in self.optimizers:
+                raise ConfigError(f"no local optimizer for param kind {kind!r} ({c}.{p}); "
+                                  f"have {sorted(self.optimizers)}")
         self.account = CostAccount([c.name for c in self.system.components])
         self.config = self.system.default_config()
-        self.policies: set[tuple[str, str]] = set()  # per-instance params chosen by the LRF
+        # per-instance params chosen by the LRF -> digest of the frozen reward each one reads
+        self.policies: dict[tuple[str, str], str] = {}
+        self.frozen = FrozenRewards(store.run_dir, reward.backbone)
         self.val_traces: dict[str, Trace] = {}
         self.history: list[StepRecord] = []
         self._ckpt: str | None = None  # current reward-model checkpoint, relative to run dir
@@ -137,10 +142,11 @@ class Optimizer(Proposing):
 
     # -- phases -------------------------------------------------------------------------------
 
-    def runtime_for(self, policies: set[tuple[str, str]]) -> Runtime:
+    def runtime_for(self, policies: Policies) -> Runtime:
         selectors = dict(self.runtime.selectors)
-        selectors.update({key: RewardSelector(self.reward, self.s.choice_costs.get(key),
-                                              self.s.cost_weight) for key in policies})
+        selectors.update({key: RewardSelector(self.frozen.get(digest),
+                                              self.s.choice_costs.get(key), self.s.cost_weight)
+                          for key, digest in policies.items()})
         return dataclasses.replace(self.runtime, selectors=selectors)
 
     def _specs(self, component: str) -> list[RolloutSpec]:
@@ -214,7 +220,10 @@ class Optimizer(Proposing):
         if steps:
             last = steps[-1][2]
             self.config = SystemConfig.from_json(self.system, last["config"])
-            self.policies = {(c, p) for c, p in last["policies"]}
+            try:
+                self.policies = policies_of(last)
+            except StoreError as exc:
+                raise StoreError(f"run store {self.store.run_dir}: {exc}") from None
             self._ckpt, account = last["lrf_checkpoint"], last["account"]
         if account:
             self.account = CostAccount.from_json(account)
@@ -235,7 +244,7 @@ class Optimizer(Proposing):
             self.val_traces[e.id] = trace
 
     @staticmethod
-    def _key(config: SystemConfig, policies: set[tuple[str, str]]) -> str:
+    def _key(config: SystemConfig, policies: Policies) -> str:
         return config.digest + policy_suffix(policies)
 
     # -- one iteration ----------------------------------------------------------------------------
@@ -258,13 +267,13 @@ class Optimizer(Proposing):
         param = rng.choice([p for c, p in self.targets if c == component])
         spec = self.system.component(component).params[param]
         before = self.val_score
-        config, policies = self.config, set(self.policies)
+        config, policies = self.config, dict(self.policies)
         if spec.scope == "per_instance":
             value: Any = self._propose_per_instance(component, param, rng, t)
-            if value == POLICY:
-                policies.add((component, param))
+            if value == POLICY:  # the selector reads the reward as it is now, frozen
+                policies[(component, param)] = self.frozen.freeze(self.reward)
             else:
-                policies.discard((component, param))
+                policies.pop((component, param), None)
                 config = self.config.with_value(component, param, value)
         else:
             value = self._propose(component, param, spec.kind, rng, t)
@@ -290,6 +299,8 @@ class Optimizer(Proposing):
         after = (sum(new_scores) / len(checked) if complete
                  else before + (sum(new_scores) - sum(old_scores)) / len(checked))
         if accepted:
+            for digest in policies.values():  # on disk before a ledger row names it
+                self.frozen.save(digest)
             self.config, self.policies, self.val_traces = config, policies, new_traces
             for tr in new_traces.values():
                 self.store.put_trace("val", tr)
@@ -312,7 +323,7 @@ class Optimizer(Proposing):
                 or measured["accuracy"] > self.s.min_alignment)
 
     def _validate(self, component: str, config: SystemConfig,
-                  policies: set[tuple[str, str]]) -> dict[str, Trace]:
+                  policies: Policies) -> dict[str, Trace]:
         """The candidate's val traces, re-running from ``component`` on; stopped at a gate
         checkpoint once the candidate is clearly worse (then only a prefix of val is here)."""
         rt, key = self.runtime_for(policies), self._key(config, policies)
@@ -347,6 +358,7 @@ class Optimizer(Proposing):
             "val_before": before, "val_after": after, "val_checked": checked,
             "seconds": rec.seconds,
             "config": self.config.to_json(), "policies": sorted(self.policies),
+            "selectors": selectors_json(self.policies),
             "lrf_checkpoint": self._ckpt, "account": self.account.to_json(),
             "ledger": self.ledger().to_json(),
             # what the local optimizer compared, best first: why it proposed what it did

@@ -24,6 +24,7 @@ from coalign.optimize._coupled import (
     tuned_siblings,
     variants,
 )
+from coalign.optimize._selectors import Policies
 from coalign.optimize._settings import LoopSettings, window
 from coalign.optimize._text import rollout_winners
 from coalign.pairs import canonical_json
@@ -47,13 +48,13 @@ class Proposing:
     s: LoopSettings
     optimizers: dict[str, BaseLocalOptimizer]
     config: SystemConfig
-    policies: set[tuple[str, str]]
+    policies: dict[tuple[str, str], str]
     _rejected: dict[tuple[str, str], set[str]]
     _scored: list[tuple[Any, float]]
     _variants: list[dict[str, Any]]
     _inputs: tuple[tuple[int, str], list[dict[str, Any]]] | None
     _ctx: tuple[tuple[int, str, str], LocalContext] | None  # this step's local context
-    runtime_for: Callable[[set[tuple[str, str]]], Runtime]
+    runtime_for: Callable[[Policies], Runtime]
 
     def _propose(self, component: str, param: str, kind: str, rng: random.Random,
                  t: int) -> Any:
@@ -113,7 +114,7 @@ class Proposing:
         return start, tuned_siblings(self.config, start, component, param)
 
     def _couple(self, component: str, param: str, value: Any, proposed: SystemConfig,
-                policies: set[tuple[str, str]], t: int) -> Variant | None:
+                policies: Policies, t: int) -> Variant | None:
         """The switch to ``value`` as proposed or with the component's tuned params back at
         their starting values (see ``_coupled``): of the variants not yet rejected, the one
         whose outputs on the search sample the local reward ranks higher; None if none is left."""

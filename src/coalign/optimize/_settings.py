@@ -7,18 +7,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from coalign.optimize._budget import budget_default as _b
 from coalign.optimize._gate import Gate
 
 
 @dataclass
 class LoopSettings:
-    iterations: int = 10
-    search_size: int = 10
-    fresh_inputs: int = 20
-    rollout_n: int = 3
-    text_candidates: int = 3  # candidates per local step (the reference's 3 x 3)
-    text_steps: int = 3
-    text_alternatives: int = 0  # stage-1 rollouts also under this many edited instructions
+    """Budget fields default to the run config's (``BudgetSpec``): one source of defaults."""
+
+    iterations: int = _b("iterations")
+    search_size: int = _b("search_size")
+    fresh_inputs: int = _b("fresh_inputs")
+    rollout_n: int = _b("rollout_n")
+    text_candidates: int = _b("text_candidates")  # candidates per local step (reference: 3 x 3)
+    text_steps: int = _b("text_steps")
+    text_alternatives: int = _b("text_alternatives")  # stage-1 rollouts under edited instructions
+    text_optimizer: str = "opro"  # local optimizer per param kind, by name (see ``_local``)
+    weights_optimizer: str = "reinforce"
     temperature: float = 1.0
     tau: float = 1.0
     gate: Gate = field(default_factory=Gate)
@@ -29,7 +34,7 @@ class LoopSettings:
     cost_weight: float = 0.0
     # components whose stage-1 alignment (cross-validated) is not above this are not drawn,
     # once it was measured on at least min_alignment_pairs decisive pairs (fewer say nothing)
-    min_alignment: float = 0.5
+    min_alignment: float = _b("min_alignment")
     min_alignment_pairs: int = 10
     seed: int = 0
 

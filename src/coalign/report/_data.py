@@ -282,10 +282,14 @@ def final_params(config: Mapping[str, Mapping[str, Any]], policies: Sequence[Seq
     return tuple(out)
 
 
-def config_key(system: str, config: Mapping, policies: Sequence[Sequence[str]]) -> str:
-    """The trace key the loop stores validation traces under (config digest + policies)."""
+def config_key(system: str, config: Mapping, policies: Sequence[Sequence[str]],
+               selectors: Any = None) -> str:
+    """The trace key the loop stores validation traces under: config digest + each policy with
+    the digest of its frozen reward (``optimize._selectors.policy_suffix``)."""
     digest = hashlib.sha256(canonical_json([system, config]).encode("utf-8")).hexdigest()
-    return digest + "".join(sorted(f"|{c}.{p}" for c, p in policies))
+    frozen = selectors if isinstance(selectors, Mapping) else {}
+    return digest + "".join(sorted(f"|{c}.{p}@{str(frozen.get(f'{c}.{p}', ''))[:12]}"
+                                   for c, p in policies))
 
 
 def _answer(trace: Trace) -> str:
@@ -350,7 +354,8 @@ def build_report_data(store: RunStore, *, examples_per_config: int = 3) -> Repor
         if system is not None:
             for step, state, rec in steps:
                 if state == "accepted" and isinstance(rec.get("config"), Mapping):
-                    key = config_key(str(system), rec["config"], _policies(rec.get("policies")))
+                    key = config_key(str(system), rec["config"], _policies(rec.get("policies")),
+                                     rec.get("selectors"))
                     labels.setdefault(key, f"after step {step} (accepted)")
     if steps and not final:
         missing.append("final configuration: the last step recorded no config")

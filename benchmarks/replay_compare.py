@@ -1,0 +1,103 @@
+"""Optimizers compared on replay tables over many seeds at matched budgets (no LLM call).
+
+For each table: every config's reward on every finished question (replay), then per seed a
+train / val / test split of those questions, each method run at each budget (equivalent
+full-system runs), and the config it returns scored on the seed's test questions. Prints, per
+budget, each method's mean test metric with a 95% bootstrap interval over seeds and the paired
+difference of the best two methods; writes the JSON and an anytime-curve SVG per table.
+
+    python benchmarks/replay_compare.py benchmarks/tables/code_gen [more tables] \
+        [--seeds 20] [--budgets 250 500 1000 2000] [--split 0.2 0.3 0.5] \
+        [--json benchmarks/results/replay/compare.json] [--svg-dir benchmarks/results/replay]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from coalign.tables import Table
+from coalign.tables._compare import Lookup
+from coalign.tables._comparison import CEILINGS, METHODS, anytime_svg, compare
+from coalign.tables._loop_arm import coalign_method
+
+
+def sizes_of(n: int, fractions: list[float]) -> tuple[int, int, int]:
+    train, val = max(1, round(n * fractions[0])), max(1, round(n * fractions[1]))
+    return train, val, max(1, min(n - train - val, round(n * fractions[2])))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tables", type=Path, nargs="+")
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--budgets", type=float, nargs="+", default=[250, 500, 1000, 2000])
+    ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5],
+                    help="train / val / test fractions of the finished questions")
+    ap.add_argument("--level", default="greedy")
+    ap.add_argument("--methods", nargs="+", default=["coalign", *METHODS],
+                    help=f"of: coalign, {', '.join(METHODS)}")
+    ap.add_argument("--quick", action="store_true", help="3 seeds")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--svg-dir", type=Path)
+    args = ap.parse_args()
+    seeds = list(range(3 if args.quick else args.seeds))
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    results = {"commit": commit, "tables": {}}
+    for directory in args.tables:
+        table = Table(directory)
+        t0 = time.perf_counter()
+        rewards = table.rewards(args.level)
+        replay_s = time.perf_counter() - t0
+        lookup = Lookup.of_table(rewards, table.space)
+        sizes = sizes_of(len(rewards.questions), args.split)
+        methods = {m: METHODS[m] for m in args.methods if m in METHODS}
+        if "coalign" in args.methods:
+            finished = len(rewards.questions) == len(table.space.questions)
+            if finished:
+                methods = {"coalign": (coalign_method(directory, rewards.questions), True),
+                           **methods}
+            else:
+                print(f"{directory}: coalign left out, the table is not finished "
+                      f"({len(rewards.questions)} of {len(table.space.questions)} questions)")
+        result = compare(lookup, sizes=sizes, seeds=seeds, budgets=args.budgets,
+                         methods=methods)
+        metric = table.space.task().metric_name
+        name = table.space.system
+        print(f"\n{name}: {len(rewards.questions)} questions, {lookup.n_configs} configs, "
+              f"split {sizes}, {len(seeds)} seeds (replay {replay_s:.0f} s); exhaustive search "
+              f"costs {result.exhaustive_cost:.0f} runs")
+        print(f"start config on test: {sum(result.start) / len(result.start):.3f}")
+        competitors = list(methods)
+        out = {"questions": len(rewards.questions), "configs": lookup.n_configs,
+               "metric": metric, "replay_s": replay_s, **result.to_json(), "paired": {}}
+        for b in result.budgets:
+            print(f"budget {b:g} runs")
+            for m in result.scores:
+                s = result.summary(m, b)
+                tag = "  (ceiling)" if m in CEILINGS else ""
+                print(f"  {m:<34} {s['mean']:.3f} [{s['lo']:.3f}, {s['hi']:.3f}]{tag}")
+            ranked = sorted(competitors, key=lambda m: -result.summary(m, b)["mean"])
+            d = result.paired(ranked[0], ranked[1], b)
+            out["paired"][str(b)] = {"a": ranked[0], "b": ranked[1], **d}
+            print(f"  {ranked[0]} - {ranked[1]}: {d['mean']:+.3f} [{d['lo']:+.3f}, "
+                  f"{d['hi']:+.3f}] P {d['p_better']:.2f}")
+        results["tables"][name] = out
+        if args.svg_dir:
+            args.svg_dir.mkdir(parents=True, exist_ok=True)
+            path = args.svg_dir / f"anytime-{name}.svg"
+            path.write_text(anytime_svg(result, metric=metric,
+                                        title=f"{name}: test {metric} by budget, "
+                                              f"{len(seeds)} seeds"))
+            out["svg"] = str(path)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

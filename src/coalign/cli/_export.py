@@ -1,0 +1,31 @@
+"""``coalign export RUN_DIR --out system.json``: the optimized system out of a run dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from coalign.cli._app import app
+
+console = Console()
+
+
+@app.command("export")
+def export_cmd(
+    run_dir: Path = typer.Argument(..., help="run dir made by coalign optimize"),
+    out: Path = typer.Option(Path("system.json"), "--out", help="system file to write"),
+) -> None:
+    """Write the run's final config (and each selector's reward model beside it); evaluate it
+    with 'coalign evaluate SYSTEM --config FILE'."""
+    from coalign.export import export_run
+
+    doc = export_run(run_dir, out)
+    score = doc["source"]["val_score"]
+    console.print(Text(f"wrote {out}: {doc['system']} after step {doc['source']['step']} "
+                       f"(validation {score:.4f})"))
+    for slot, sel in doc["selectors"].items():
+        console.print(Text(f"  {slot}: chosen per input by the reward model in "
+                           f"{out.parent / sel['reward_model']} (digest {sel['digest'][:16]})"))

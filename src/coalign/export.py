@@ -1,0 +1,167 @@
+"""The optimized system out of a run dir: one JSON file, loadable without the run.
+
+``export_run`` reads the run store (read-only) and writes the final config: that of the last
+ledger row, i.e. the last accepted step (the gate only accepts strict gains, so the best on
+validation). A per-instance param chosen by an LRF selector is listed under ``selectors`` with
+the digest of the frozen reward it was validated with; that reward model is copied beside the
+file (``<name>.lrf-<digest16>/``) and checked against the digest when loaded::
+
+    {"format": "coalign-system", "version": 1,
+     "system": "multihop_qa", "model": "qwen2.5-0.5b", "lm": null,   # lm: replay:DIR if any
+     "config": {"retriever": {"k": 5}, ...},
+     "selectors": {"answerer.model": {"digest": "<sha256>", "reward_model": "system.lrf-…",
+                                      "backbone": "minilm", "costs": {...}, "cost_weight": 0.0}},
+     "source": {"run_dir": "...", "step": 7, "val_score": 0.61}}
+
+``load_system(path, task)`` gives the config and the selectors to run it with;
+``coalign evaluate SYSTEM --config FILE`` reads the same file (or a plain config mapping).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coalign.config import SystemConfig, read_text_file
+from coalign.errors import ConfigError, StoreError
+from coalign.runtime import Runtime, Selector
+from coalign.store import RunStore
+from coalign.task import Task
+
+FORMAT = "coalign-system"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class LoadedSystem:
+    """A system config and the selectors of its per-instance params (none for a plain config)."""
+
+    config: SystemConfig
+    selectors: Mapping[tuple[str, str], Selector] = field(default_factory=dict)
+    digests: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+    def runtime(self, base: Runtime) -> Runtime:
+        """``base`` with this system's selectors in place."""
+        return dataclasses.replace(base, selectors={**base.selectors, **self.selectors})
+
+    @property
+    def tag(self) -> str:
+        """Trace tag of an evaluation: configs with other selectors are stored apart."""
+        from coalign.optimize._selectors import policy_suffix
+
+        return "eval" + policy_suffix(self.digests)
+
+
+def export_run(run_dir: Path, out: Path) -> dict[str, Any]:
+    """Write the final config of the run in ``run_dir`` to ``out`` (and each selector's reward
+    model beside it); returns what was written. Each file appears whole or not at all."""
+    from coalign.optimize._ledger import checked_steps
+    from coalign.optimize._selectors import policies_of, selector_dir
+
+    with RunStore(run_dir, readonly=True) as store:
+        run_config = store.get_meta("run_config")
+        steps = checked_steps(store)
+        if not isinstance(run_config, dict):
+            raise ConfigError(f"{run_dir} has no run config: it was not made by coalign optimize")
+        if not steps:
+            raise ConfigError(f"{run_dir} has no optimizer step yet; run or resume it first")
+        t, state, last = steps[-1]
+        try:
+            policies = policies_of(last)
+        except StoreError as exc:
+            raise StoreError(f"{run_dir} step {t}: {exc}") from None
+        val_score = last["val_after"] if state == "accepted" else last["val_before"]
+    costs = run_config.get("choice_costs") or {}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    selectors = {}
+    for (comp, param), digest in sorted(policies.items()):
+        name = f"{out.stem}.lrf-{digest[:16]}"
+        _copy_dir(run_dir / selector_dir(digest), out.parent / name)
+        selectors[f"{comp}.{param}"] = {
+            "digest": digest, "reward_model": name, "backbone": run_config.get("backbone"),
+            "costs": costs.get(f"{comp}.{param}", {}),
+            "cost_weight": run_config.get("cost_weight", 0.0)}
+    doc = {"format": FORMAT, "version": VERSION, "system": run_config.get("system"),
+           "model": run_config.get("model"), "lm": run_config.get("lm"),
+           "config": last["config"], "selectors": selectors,
+           "source": {"run_dir": str(run_dir), "step": t, "val_score": val_score}}
+    _write_json(out, doc)
+    return doc
+
+
+def load_system(path: Path, task: Task) -> LoadedSystem:
+    """The system config in ``path`` (an exported file or a plain component -> params mapping)
+    for ``task``, with its selectors; each failure is one line naming the file."""
+    text = read_text_file(path, "config file")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid JSON: {exc.msg}") from None
+    exported = isinstance(raw, dict) and raw.get("format") == FORMAT
+    try:
+        if not exported:
+            return LoadedSystem(SystemConfig.from_json(task.system, raw))
+        if raw.get("version") != VERSION:
+            raise ConfigError(f"format version {raw.get('version')!r}; this coalign reads "
+                              f"{VERSION} (export it again)")
+        config = SystemConfig.from_json(task.system, raw.get("config"))
+        selectors, digests = _selectors(path.parent, task, raw.get("selectors") or {})
+    except (ConfigError, StoreError) as exc:
+        raise ConfigError(f"config file {path}: {exc}") from None
+    return LoadedSystem(config, selectors, digests)
+
+
+def _selectors(folder: Path, task: Task, raw: Any
+               ) -> tuple[dict[tuple[str, str], Selector], dict[tuple[str, str], str]]:
+    from coalign.job import choice_costs
+    from coalign.optimize import RewardSelector
+    from coalign.optimize._selectors import load_frozen
+    from coalign.rewards import make_backbone
+
+    if not isinstance(raw, dict):
+        raise ConfigError("'selectors' must map component.param to a selector")
+    selectors: dict[tuple[str, str], Selector] = {}
+    digests: dict[tuple[str, str], str] = {}
+    for slot, spec in raw.items():
+        if not isinstance(spec, dict) or not all(
+                isinstance(spec.get(k), str) for k in ("digest", "reward_model", "backbone")):
+            raise ConfigError(f"selector {slot!r} needs digest, reward_model and backbone")
+        (key, costs), = choice_costs(task, {slot: spec.get("costs") or {}}).items()
+        model = load_frozen(folder / spec["reward_model"], make_backbone(spec["backbone"]),
+                            spec["digest"])
+        selectors[key] = RewardSelector(model, costs, float(spec.get("cost_weight") or 0.0))
+        digests[key] = spec["digest"]
+    return selectors, digests
+
+
+def _copy_dir(src: Path, dst: Path) -> None:
+    """``src`` copied to ``dst`` via a temp folder renamed into place (replacing an old copy)."""
+    if not src.is_dir():
+        raise StoreError(f"selector reward model {src} is missing; the run dir is incomplete")
+    tmp = Path(tempfile.mkdtemp(dir=dst.parent, prefix=f".{dst.name}."))
+    try:
+        shutil.copytree(src, tmp, dirs_exist_ok=True)
+        if dst.exists():
+            shutil.rmtree(dst)
+        os.replace(tmp, dst)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_json(path: Path, doc: dict[str, Any]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

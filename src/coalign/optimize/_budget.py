@@ -1,0 +1,40 @@
+"""``BudgetSpec``: the run config's ``budget`` block, and the one source of the loop's defaults.
+
+``LoopSettings`` takes its budget defaults from here, so the Python API and a run config start
+from the same numbers. They are sized for a CLI run on 2 CPU cores: 4 iterations, each scoring
+candidates on 4 train inputs and adapting on the pairs of 4 fresh ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class BudgetSpec(BaseModel):
+    # strict: YAML's `yes` is no iteration count, nor is 1.5 a sample size
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    iterations: int = Field(4, ge=0)
+    search_size: int = Field(4, ge=1)
+    fresh_inputs: int = Field(4, ge=1)
+    # temperature samples per rollout input; 0: candidates only (text params with a finite
+    # candidate set, e.g. on replay, are compared under each candidate instead)
+    rollout_n: int = Field(3, ge=0)
+    text_candidates: int = Field(3, ge=1)
+    text_steps: int = Field(3, ge=1)
+    text_alternatives: int = Field(0, ge=0)
+    min_alignment: float = Field(0.5, ge=0, le=1)
+
+    @field_validator("rollout_n")
+    @classmethod
+    def _samples(cls, n: int) -> int:
+        if n == 1:
+            raise ValueError("a rollout compares samples: use 0 (candidates only) or >= 2")
+        return n
+
+
+def budget_default(name: str) -> Any:
+    """The run config's default for budget field ``name``."""
+    return BudgetSpec.model_fields[name].default

@@ -1,0 +1,212 @@
+"""Global-config optimizers on a replay table's reward matrix, for comparisons over many seeds.
+
+Every method here only ever picks whole configurations of the table's space, so a config's
+validation score is a lookup in ``Rewards`` instead of a re-run, and the cost is what a live
+run would pay: one equivalent full-system run per validation question per config evaluated
+(the accounting of ``optimize.random_search``), one per train question of a REINFORCE
+minibatch. A config evaluated again costs nothing (a live run's response cache answers it).
+
+Each method returns a ``Trajectory``: the configs it evaluated on validation, in order, with the
+cost spent when each result was known. The config a method would return at budget B is the best
+on validation among those known by then (the start config first, so a method never returns
+something worse on validation than where it started).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from coalign.data import split
+from coalign.tables._rewards import Rewards
+from coalign.tables._space import CandidateSpace
+
+__all__ = ["Lookup", "Split", "Trajectory", "draw_split", "exhaustive", "random_search",
+           "reinforce", "tpe"]
+
+
+@dataclass(frozen=True)
+class Split:
+    """Question indices (into ``Rewards.questions``) of one seed's train / val / test parts."""
+
+    train: tuple[int, ...]
+    val: tuple[int, ...]
+    test: tuple[int, ...]
+
+
+def draw_split(n: int, sizes: Sequence[int], seed: int) -> Split:
+    """A seeded random train / val / test split of ``n`` questions: the very split a run
+    config's ``split`` (same sizes and seed) draws from the same question list."""
+    if len(sizes) != 3 or min(sizes) < 1 or sum(sizes) > n:
+        raise ValueError(f"split sizes {list(sizes)} need three parts >= 1 within {n} questions")
+    train, val, test = split(list(range(n)), list(sizes), seed=seed)
+    return Split(tuple(train), tuple(val), tuple(test))
+
+
+class Lookup:
+    """A reward matrix ``scores[config, question]`` whose configs are also known as one
+    candidate index per slot (``index[config, slot]``; config 0 is the start)."""
+
+    def __init__(self, scores: np.ndarray, slots: Sequence[str], sizes: Sequence[int],
+                 index: np.ndarray) -> None:
+        self.scores = np.asarray(scores, dtype=float)
+        self.slots, self.sizes = list(slots), [int(n) for n in sizes]
+        self.index = np.asarray(index, dtype=int)
+        if self.index.shape != (len(self.scores), len(self.slots)):
+            raise ValueError(f"index shape {self.index.shape} does not fit "
+                             f"{len(self.scores)} configs x {len(self.slots)} slots")
+        self.by_key = {tuple(int(v) for v in row): i for i, row in enumerate(self.index)}
+
+    @classmethod
+    def of_table(cls, rewards: Rewards, space: CandidateSpace) -> Lookup:
+        slots = list(space.params)
+        rows = [config_indices(c.to_json(), space) for c in rewards.configs]
+        return cls(rewards.scores, slots, [len(space.params[s]) for s in slots],
+                   np.array([[r[s] for s in slots] for r in rows], dtype=int))
+
+    @property
+    def n_configs(self) -> int:
+        return len(self.scores)
+
+    def config(self, picks: Sequence[int]) -> int:
+        """The config whose candidate index for each slot is ``picks``."""
+        return self.by_key[tuple(int(p) for p in picks)]
+
+    def score(self, config: int, questions: Sequence[int]) -> float:
+        return float(self.scores[config, list(questions)].mean())
+
+
+def config_indices(data: dict, space: CandidateSpace) -> dict[str, int]:
+    """A config (its JSON form) as the index of its value in each tabled param's candidates."""
+    out = {}
+    for key, values in space.params.items():
+        comp, _, pname = key.partition(".")
+        want = json.dumps(data[comp][pname], sort_keys=True)
+        out[key] = next(i for i, v in enumerate(values) if json.dumps(v, sort_keys=True) == want)
+    return out
+
+
+@dataclass
+class Trajectory:
+    """``(cost when known, config, validation score)`` of each evaluated config, in order."""
+
+    method: str
+    trials: list[tuple[float, int, float]] = field(default_factory=list)
+
+    def at(self, budget: float) -> int | None:
+        """The config returned at ``budget``: best on validation among those known by then
+        (earliest of ties); None if nothing was affordable."""
+        best: tuple[float, int] | None = None
+        for cost, config, score in self.trials:
+            if cost <= budget and (best is None or score > best[0]):
+                best = (score, config)
+        return None if best is None else best[1]
+
+    @property
+    def cost(self) -> float:
+        return self.trials[-1][0] if self.trials else 0.0
+
+
+# (lookup, split, budget, seed) -> the configs evaluated, in order
+Method = Callable[["Lookup", Split, float, int], Trajectory]
+
+
+class _Evaluator:
+    """Charges |val| runs for the first evaluation of a config, nothing for a repeat."""
+
+    def __init__(self, lookup: Lookup, split: Split, method: str) -> None:
+        self.lookup, self.split = lookup, split
+        self.spent = 0.0
+        self.seen: dict[int, float] = {}
+        self.trajectory = Trajectory(method)
+
+    def affordable(self, budget: float, config: int | None = None) -> bool:
+        return config in self.seen or self.spent + len(self.split.val) <= budget
+
+    def __call__(self, config: int) -> float:
+        if config not in self.seen:
+            self.spent += len(self.split.val)
+            self.seen[config] = self.lookup.score(config, self.split.val)
+            self.trajectory.trials.append((self.spent, config, self.seen[config]))
+        return self.seen[config]
+
+
+def random_search(lookup: Lookup, split: Split, budget: float, seed: int) -> Trajectory:
+    """The start config, then distinct configs drawn uniformly, until the budget is spent."""
+    ev = _Evaluator(lookup, split, "random search")
+    order = [0] + random.Random(f"random:{seed}").sample(range(1, lookup.n_configs),
+                                                         lookup.n_configs - 1)
+    for config in order:
+        if not ev.affordable(budget):
+            break
+        ev(config)
+    return ev.trajectory
+
+
+def exhaustive(lookup: Lookup, split: Split) -> Trajectory:
+    """Every config on validation (the cost says whether a budget could afford it)."""
+    ev = _Evaluator(lookup, split, "exhaustive on validation")
+    for config in range(lookup.n_configs):
+        ev(config)
+    return ev.trajectory
+
+
+def tpe(lookup: Lookup, split: Split, budget: float, seed: int) -> Trajectory:
+    """Optuna's TPE over the slots as categorical params (the search inside DSPy's MIPROv2),
+    started from the start config. A config TPE proposes again is answered free."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    ev = _Evaluator(lookup, split, "optuna tpe")
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.enqueue_trial({s: int(i) for s, i in zip(lookup.slots, lookup.index[0], strict=True)})
+    # repeats are free, so bound the trials too: a converged TPE would otherwise loop forever
+    for _ in range(20 * max(1, int(budget // max(1, len(split.val)))) + 20):
+        trial = study.ask()
+        picks = [trial.suggest_categorical(s, list(range(n)))
+                 for s, n in zip(lookup.slots, lookup.sizes, strict=True)]
+        config = lookup.config(picks)
+        if not ev.affordable(budget, config):
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            break
+        study.tell(trial, ev(config))
+    return ev.trajectory
+
+
+def reinforce(lookup: Lookup, split: Split, budget: float, seed: int, *, batch_size: int = 4,
+              lr: float = 0.2) -> Trajectory:
+    """Global-reward REINFORCE over the slots (``optimize.reinforce_search`` on lookups): one
+    sampled config per minibatch of train questions, then the policy's mode and the start
+    config validated with what is left of the budget."""
+    from coalign.optimize._choice import softmax
+    from coalign.optimize._reinforce import RunningBaseline
+
+    rng = random.Random(f"reinforce:{seed}")
+    logits = [np.zeros(n) for n in lookup.sizes]
+    baseline = RunningBaseline()
+    ev = _Evaluator(lookup, split, "reinforce (global reward)")
+    n = min(batch_size, len(split.train))
+    queue: list[int] = []
+    while ev.spent + n + 2 * len(split.val) <= budget:
+        if len(queue) < n:
+            queue += rng.sample(split.train, len(split.train))
+        batch, queue = queue[:n], queue[n:]
+        probs = [np.asarray(softmax(list(lg))) for lg in logits]
+        picks = [rng.choices(range(len(p)), weights=list(p))[0] for p in probs]
+        ev.spent += n
+        reward = lookup.score(lookup.config(picks), batch)
+        advantage = float(baseline.advantages([reward])[0])
+        for lg, p, i in zip(logits, probs, picks, strict=True):
+            grad = -p
+            grad[i] += 1.0
+            lg += lr * advantage * grad
+    mode = lookup.config([int(np.argmax(lg)) for lg in logits])
+    for config in (mode, 0):
+        if ev.affordable(budget, config):
+            ev(config)
+    return ev.trajectory

@@ -1,0 +1,83 @@
+"""coalign's own loop as a comparison method on a replay table.
+
+The full loop (stage-1 pairs from rollouts on the table, local rewards, local optimizers, the
+gate, stage 2) runs through ``Job`` with ``lm: replay:DIR`` in a temporary run dir, on the very
+split the lookup methods get (a run config's split draws it from the table's pool with the
+seed). Its trajectory: the start config known once stage 1 is paid for, then each accepted
+config with the equivalent runs spent when the gate accepted it. The loop stops once it has
+spent the largest budget, so one run gives every smaller budget's answer.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from coalign.errors import ConfigError
+from coalign.tables._compare import Lookup, Method, Split, Trajectory, config_indices
+from coalign.tables._space import CandidateSpace
+
+
+class _Spent(Exception):
+    """Raised from the step callback once the budget is spent (the loop has no budget cap)."""
+
+
+def coalign_method(table: Path, questions: Sequence[str], *,
+                   settings: Mapping[str, Any] | None = None, max_iterations: int = 200) -> Method:
+    """A ``Method`` running the loop on ``table``; ``questions`` are the lookup's question ids
+    in its order (they must be the table's whole pool, in pool order: a run config draws its
+    split from the pool). ``settings``: run config fields to set (``budget`` is merged into
+    the default one, whose ``rollout_n`` is 0: tables are greedy)."""
+    space = CandidateSpace.load(table)
+    if list(questions) != list(space.questions):
+        raise ConfigError(f"table {table}: the loop needs every pool question finished "
+                          f"({len(questions)} of {len(space.questions)} are)")
+
+    def run(lookup: Lookup, split: Split, limit: float, seed: int) -> Trajectory:
+        from coalign.job import Job, parse_run_config
+
+        extra = dict(settings or {})
+        raw = {"system": space.system, "data": space.dataset, "lm": f"replay:{table}",
+               "seed": seed, **extra,
+               "split": {"train": len(split.train), "val": len(split.val),
+                         "test": len(split.test), "seed": seed},
+               "budget": {"iterations": max_iterations, "rollout_n": 0,
+                          **extra.get("budget", {})}}
+        cfg = parse_run_config(raw, "replay comparison")
+        trajectory = Trajectory("coalign")
+        with tempfile.TemporaryDirectory(prefix="coalign-replay-") as tmp:
+            job = Job.open(cfg, Path(tmp) / "run")
+            try:
+                _check_split(job, split, questions)
+                opt = job.optimizer
+                opt.prepare()
+                trajectory.trials.append((opt.account.equivalent_runs(), 0, float("-inf")))
+
+                def on_step(rec: Any) -> None:
+                    spent = opt.account.equivalent_runs()
+                    if rec.accepted:
+                        picks = config_indices(opt.config.to_json(), space)
+                        trajectory.trials.append((spent, lookup.config(
+                            [picks[s] for s in lookup.slots]), float(rec.val_after)))
+                    if spent >= limit:
+                        raise _Spent
+
+                try:
+                    opt.run(on_step=on_step)
+                except _Spent:
+                    pass
+            finally:
+                job.store.close()
+        return trajectory
+
+    return run
+
+
+def _check_split(job: Any, split: Split, questions: Sequence[str]) -> None:
+    for name in ("train", "val", "test"):
+        want = [questions[i] for i in getattr(split, name)]
+        if [e.id for e in getattr(job, name)] != want:
+            raise ConfigError(f"replay comparison: the run config's {name} split differs from "
+                              "the lookup's (pool order changed?)")

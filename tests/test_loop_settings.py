@@ -1,0 +1,55 @@
+"""One source of defaults: the run config's pydantic models; ``LoopSettings`` derives from them."""
+
+import dataclasses
+import typing
+
+from coalign.job import RunConfig
+from coalign.optimize import Gate, LoopSettings
+from coalign.optimize._budget import BudgetSpec
+from coalign.optimize._local import TEXT, WEIGHTS
+
+
+def _defaults():
+    loop = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING
+                     else f.default) for f in dataclasses.fields(LoopSettings)}
+    config = {n: f.default for n, f in RunConfig.model_fields.items()}
+    budget = {n: f.default for n, f in BudgetSpec.model_fields.items()}
+    return loop, config, budget
+
+
+def test_every_shared_setting_has_one_default():
+    loop, config, budget = _defaults()
+    assert set(budget) <= set(loop)  # every budget field reaches the loop by name
+    shared = (set(loop) & set(config)) - {"gate"}
+    assert {"seed", "proposer", "components", "cost_weight", "text_optimizer",
+            "weights_optimizer", "choice_costs"} <= shared
+    for name in sorted(set(budget) | shared):
+        want = budget[name] if name in budget else config[name]
+        assert loop[name] == want, name
+    gate = loop["gate"]  # the run config spells the gate as three fields
+    assert (gate.kind, gate.confidence, gate.early_reject) == (
+        config["gate"], config["gate_confidence"], config["early_reject"])
+    assert gate == Gate()
+
+
+def test_the_defaults_are_the_affordable_cli_budget():
+    s = LoopSettings()
+    assert (s.iterations, s.search_size, s.fresh_inputs, s.rollout_n) == (4, 4, 4, 3)
+
+
+def test_run_config_optimizer_names_are_the_registry_names():
+    text = typing.get_args(RunConfig.model_fields["text_optimizer"].annotation)
+    weights = typing.get_args(RunConfig.model_fields["weights_optimizer"].annotation)
+    assert set(text) == set(TEXT) and set(weights) == set(WEIGHTS)
+
+
+def test_an_unknown_optimizer_name_in_the_python_api_is_one_line():
+    import pytest
+
+    from coalign.errors import ConfigError
+    from coalign.optimize._local import local_optimizers
+
+    with pytest.raises(ConfigError, match=r"weights_optimizer: unknown 'sgd'; use one of "
+                                          r"\['ppo', 'reinforce'\]"):
+        local_optimizers(LoopSettings(weights_optimizer="sgd"))
+    assert local_optimizers(LoopSettings(weights_optimizer="ppo"))["weights"].ppo

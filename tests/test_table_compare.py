@@ -1,0 +1,134 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from coalign.tables._compare import (
+    Lookup,
+    Trajectory,
+    draw_split,
+    exhaustive,
+    random_search,
+    reinforce,
+    tpe,
+)
+
+
+def grid_lookup(n_questions: int = 60, seed: int = 0) -> Lookup:
+    """3 slots of sizes 4, 3, 2 (24 configs). Slot 0 option 3 and slot 1 option 2 each add
+    reward; the start (all zeros) is the worst on average. Per-question noise on top."""
+    rng = np.random.default_rng(seed)
+    index = np.array(list(itertools.product(range(4), range(3), range(2))))
+    quality = 0.2 + 0.3 * (index[:, 0] == 3) + 0.2 * (index[:, 1] == 2) + 0.02 * index[:, 2]
+    scores = (rng.random((len(index), n_questions)) < quality[:, None]).astype(float)
+    return Lookup(scores, ["a.x", "b.y", "c.z"], [4, 3, 2], index)
+
+
+def test_split_is_seeded_and_disjoint():
+    s = draw_split(50, (10, 15, 20), seed=3)
+    assert len(s.train) == 10 and len(s.val) == 15 and len(s.test) == 20
+    assert not (set(s.train) & set(s.val) or set(s.val) & set(s.test) or set(s.train) & set(s.test))
+    assert draw_split(50, (10, 15, 20), seed=3) == s != draw_split(50, (10, 15, 20), seed=4)
+    with pytest.raises(ValueError, match="split sizes"):
+        draw_split(20, (10, 10, 10), seed=0)
+
+
+def test_trajectory_returns_best_known_by_budget():
+    t = Trajectory("m", [(10, 0, 0.3), (20, 5, 0.5), (30, 7, 0.5), (40, 2, 0.9)])
+    assert t.at(5) is None
+    assert t.at(10) == 0
+    assert t.at(35) == 5  # the earlier of two ties
+    assert t.at(1e9) == 2 and t.cost == 40
+
+
+def test_lookup_maps_picks_to_configs():
+    lk = grid_lookup()
+    assert lk.config([0, 0, 0]) == 0
+    assert lk.config([3, 2, 1]) == 23
+    assert lk.score(0, [0, 1]) == pytest.approx(lk.scores[0, :2].mean())
+    with pytest.raises(ValueError, match="index shape"):
+        Lookup(lk.scores, ["a"], [24], lk.index)
+
+
+def test_random_search_pays_val_size_per_config_and_starts_from_start():
+    lk = grid_lookup()
+    split = draw_split(60, (20, 20, 20), seed=0)
+    t = random_search(lk, split, budget=130, seed=1)
+    assert [c for _, c, _ in t.trials][0] == 0
+    assert [cost for cost, _, _ in t.trials] == [20, 40, 60, 80, 100, 120]
+    assert len({c for _, c, _ in t.trials}) == 6
+    assert random_search(lk, split, 130, seed=1).trials == t.trials
+    assert random_search(lk, split, 130, seed=2).trials != t.trials
+
+
+def test_exhaustive_finds_the_best_on_validation():
+    lk = grid_lookup()
+    split = draw_split(60, (20, 20, 20), seed=0)
+    t = exhaustive(lk, split)
+    assert t.cost == 24 * 20
+    best = t.at(t.cost)
+    assert lk.score(best, split.val) == max(lk.score(c, split.val) for c in range(24))
+
+
+@pytest.mark.parametrize("method", [tpe, reinforce])
+def test_model_based_searches_beat_the_start_within_budget(method):
+    lk = grid_lookup(n_questions=200, seed=1)
+    gains = []
+    for seed in range(5):
+        split = draw_split(200, (60, 40, 100), seed=seed)
+        t = method(lk, split, 600, seed)
+        assert t.cost <= 600
+        assert t.trials[-1][0] == t.cost
+        picked = t.at(600)
+        assert picked is not None
+        gains.append(lk.score(picked, split.test) - lk.score(0, split.test))
+    assert np.mean(gains) > 0.15  # the start averages 0.2, the best config 0.72
+
+
+def test_tpe_charges_repeats_nothing_and_is_seeded():
+    lk = grid_lookup()
+    split = draw_split(60, (20, 20, 20), seed=0)
+    t = tpe(lk, split, budget=24 * 20 + 5, seed=0)
+    configs = [c for _, c, _ in t.trials]
+    assert len(configs) == len(set(configs))  # each config charged once
+    assert t.trials == tpe(lk, split, budget=24 * 20 + 5, seed=0).trials
+
+
+def test_coalign_loop_as_a_method_on_a_table(tmp_path):
+    """The loop on a table whose "Short answer." candidate answers every question right: its
+    trajectory starts at the start config once stage 1 is paid, and what it returns at the
+    largest budget is scored by lookup like any other method's."""
+    from coalign.data import split as data_split
+    from coalign.runner import load_dataset
+    from coalign.tables import Table, build_table
+    from coalign.tables._loop_arm import coalign_method
+    from tests.fakes import FakeLM
+    from tests.test_tables import _answer, make_space
+
+    space = make_space(n_questions=12, samples=0)
+    gold = {e.inputs["question"]: e.target for e in load_dataset("hotpotqa", limit=12)}
+
+    def answer(request) -> str:
+        text = " ".join(m.content for m in request.messages)
+        if "Short answer." not in text:
+            return _answer(request)
+        return next(a for q, a in gold.items() if q in text)
+
+    space.save(tmp_path)
+    build_table(tmp_path, level="greedy", lm_factory=lambda m: FakeLM(answer, name=f"llamacpp:{m}"))
+    table = Table(tmp_path)
+    rewards = table.rewards()
+    lookup = Lookup.of_table(rewards, table.space)
+    split = draw_split(12, (4, 4, 4), seed=1)
+    assert [list(p) for p in data_split(list(range(12)), [4, 4, 4], seed=1)] == \
+        [list(split.train), list(split.val), list(split.test)]
+    method = coalign_method(tmp_path, rewards.questions, max_iterations=6, settings={
+        "backbone": "hashing", "budget": {"search_size": 2, "fresh_inputs": 2}})
+    t = method(lookup, split, 10_000, 1)
+    assert t.trials[0][1] == 0 and t.trials[0][0] > 0  # the start, after stage 1
+    costs = [c for c, _, _ in t.trials]
+    assert costs == sorted(costs)
+    picked = t.at(t.cost)
+    assert lookup.score(picked, split.test) == 1.0  # it found the right answer prompt
+    with pytest.raises(Exception, match="every pool question finished"):
+        coalign_method(tmp_path, rewards.questions[:6])
