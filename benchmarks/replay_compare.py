@@ -21,7 +21,7 @@ from pathlib import Path
 
 from coalign.tables import Table
 from coalign.tables._compare import Lookup
-from coalign.tables._comparison import CEILINGS, METHODS, anytime_svg, compare
+from coalign.tables._comparison import METHODS, REFERENCES, anytime_svg, compare
 from coalign.tables._loop_arm import coalign_method
 
 
@@ -71,7 +71,6 @@ def main() -> None:
         print(f"\n{name}: {len(rewards.questions)} questions, {lookup.n_configs} configs, "
               f"split {sizes}, {len(seeds)} seeds (replay {replay_s:.0f} s); exhaustive search "
               f"costs {result.exhaustive_cost:.0f} runs")
-        print(f"start config on test: {sum(result.start) / len(result.start):.3f}")
         competitors = list(methods)
         out = {"questions": len(rewards.questions), "configs": lookup.n_configs,
                "metric": metric, "replay_s": replay_s, **result.to_json(), "paired": {}}
@@ -79,7 +78,7 @@ def main() -> None:
             print(f"budget {b:g} runs")
             for m in result.scores:
                 s = result.summary(m, b)
-                tag = "  (ceiling)" if m in CEILINGS else ""
+                tag = "  (reference)" if m in REFERENCES else ""
                 print(f"  {m:<34} {s['mean']:.3f} [{s['lo']:.3f}, {s['hi']:.3f}]{tag}")
             ranked = sorted(competitors, key=lambda m: -result.summary(m, b)["mean"])
             d = result.paired(ranked[0], ranked[1], b)

@@ -132,3 +132,39 @@ def test_coalign_loop_as_a_method_on_a_table(tmp_path):
     assert lookup.score(picked, split.test) == 1.0  # it found the right answer prompt
     with pytest.raises(Exception, match="every pool question finished"):
         coalign_method(tmp_path, rewards.questions[:6])
+
+
+def test_compare_scores_every_method_and_reference_per_seed_and_budget():
+    from coalign.tables._comparison import METHODS, REFERENCES, START, anytime_svg, compare
+
+    lk = grid_lookup(n_questions=80, seed=2)
+    result = compare(lk, sizes=(20, 20, 40), seeds=[0, 1, 2], budgets=[40, 200])
+    assert set(result.scores) == {*METHODS, *REFERENCES}
+    for by in result.scores.values():
+        assert all(len(v) == 3 for v in by.values())
+    assert result.scores[START][40] == result.start
+    oracle = result.scores["per-question oracle on test"][200]
+    best = result.scores["best global config on test"][200]
+    assert all(o >= b for o, b in zip(oracle, best))
+    for method in METHODS:  # no method's pick beats the best config on test
+        assert all(m <= b + 1e-12 for m, b in zip(result.scores[method][200], best))
+    assert result.exhaustive_cost == 24 * 20
+    d = result.paired("random search", START, 200)
+    assert d["mean"] == pytest.approx(np.mean(result.scores["random search"][200])
+                                      - np.mean(result.start))
+    svg = anytime_svg(result, metric="accuracy", title="toy <table>")
+    assert svg.startswith("<svg") and "toy &lt;table&gt;" in svg
+    assert all(name in svg for name in METHODS) and "stroke-dasharray" in svg
+    assert set(result.to_json()["summary"]) == set(result.scores)
+
+
+def test_line_chart_refuses_what_it_cannot_draw():
+    from coalign.report._lines import SeriesPoint, line_chart
+
+    with pytest.raises(ValueError, match="at least one point"):
+        line_chart({}, x_label="x", y_label="y")
+    with pytest.raises(ValueError, match="positive x"):
+        line_chart({"a": [SeriesPoint(0, 1)]}, x_label="x", y_label="y", log_x=True)
+    flat = line_chart({"a": [SeriesPoint(1, 0.5), SeriesPoint(2, 0.5)]}, x_label="runs",
+                      y_label="score")
+    assert flat.count("<circle") == 2 and "runs" in flat

@@ -14,8 +14,8 @@ from html import escape
 
 __all__ = ["SeriesPoint", "line_chart"]
 
-WIDTH, HEIGHT = 760, 380
-LEFT, RIGHT, TOP, BOTTOM = 64, 200, 20, 52
+WIDTH, HEIGHT = 900, 380
+LEFT, RIGHT, TOP, BOTTOM = 64, 270, 24, 52
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#17becf", "#bcbd22")
 
@@ -34,7 +34,8 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 def line_chart(series: Mapping[str, Sequence[SeriesPoint]], *, x_label: str, y_label: str,
                title: str = "", log_x: bool = False, dashed: Sequence[str] = ()) -> str:
-    """SVG markup; ``dashed`` names series drawn dashed (ceilings, not competitors)."""
+    """SVG markup; ``dashed`` names series drawn dashed and without a band (references such
+    as ceilings, not competitors)."""
     pts = [p for s in series.values() for p in s]
     if not pts:
         raise ValueError("line_chart needs at least one point")
@@ -77,7 +78,7 @@ def line_chart(series: Mapping[str, Sequence[SeriesPoint]], *, x_label: str, y_l
         color = COLORS[k % len(COLORS)]
         points = sorted(points, key=lambda p: p.x)
         band = [p for p in points if p.lo is not None and p.hi is not None]
-        if len(band) > 1:
+        if len(band) > 1 and name not in dashed:
             ring = ([f"{px(p.x):.1f},{py(p.hi):.1f}" for p in band]
                     + [f"{px(p.x):.1f},{py(p.lo):.1f}" for p in reversed(band)])
             out.append(f'<polygon points="{" ".join(ring)}" fill="{color}" '

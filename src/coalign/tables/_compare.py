@@ -155,7 +155,8 @@ def exhaustive(lookup: Lookup, split: Split) -> Trajectory:
     return ev.trajectory
 
 
-def tpe(lookup: Lookup, split: Split, budget: float, seed: int) -> Trajectory:
+def tpe(lookup: Lookup, split: Split, budget: float, seed: int, *,
+        patience: int = 30) -> Trajectory:
     """Optuna's TPE over the slots as categorical params (the search inside DSPy's MIPROv2),
     started from the start config. A config TPE proposes again is answered free."""
     import optuna
@@ -165,8 +166,10 @@ def tpe(lookup: Lookup, split: Split, budget: float, seed: int) -> Trajectory:
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
     study = optuna.create_study(direction="maximize", sampler=sampler)
     study.enqueue_trial({s: int(i) for s, i in zip(lookup.slots, lookup.index[0], strict=True)})
-    # repeats are free, so bound the trials too: a converged TPE would otherwise loop forever
-    for _ in range(20 * max(1, int(budget // max(1, len(split.val)))) + 20):
+    # A repeat is free, so a converged TPE would propose the same config forever: stop after
+    # ``patience`` repeats in a row, or once every config is known.
+    repeats = 0
+    while repeats < patience and len(ev.seen) < lookup.n_configs:
         trial = study.ask()
         picks = [trial.suggest_categorical(s, list(range(n)))
                  for s, n in zip(lookup.slots, lookup.sizes, strict=True)]
@@ -174,6 +177,7 @@ def tpe(lookup: Lookup, split: Split, budget: float, seed: int) -> Trajectory:
         if not ev.affordable(budget, config):
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             break
+        repeats = repeats + 1 if config in ev.seen else 0
         study.tell(trial, ev(config))
     return ev.trajectory
 
