@@ -9,6 +9,8 @@ the response cache in the run directory, so a rerun repeats no LLM call.
 
     python benchmarks/alignment.py [--quick] [--json PATH] [--run-dir DIR]
         [--train N] [--held-out N] [--n N] [--backbone minilm|hashing]
+
+``--table DIR`` measures on a replay table's pairs instead (no LLM call; alignment_table.py).
 """
 
 from __future__ import annotations
@@ -90,7 +92,16 @@ def main() -> None:
     parser.add_argument("--n", type=int, help="samples per LLM component (full: 3)")
     parser.add_argument("--backbone", default="minilm",
                         help="LRF backbone (minilm, or hashing: lexical, no model)")
+    parser.add_argument("--table", type=Path, help="a replay table directory: its pairs")
+    parser.add_argument("--train-share", type=float, default=0.5,
+                        help="with --table: share of the questions whose pairs train the LRF")
     args = parser.parse_args()
+    if args.table:
+        from alignment_table import run
+
+        run(args.table, seed=args.seed, backbone=args.backbone, train_share=args.train_share,
+            json_path=args.json)
+        return
     n_train, n_test, n = (5, 3, 2) if args.quick else (45, 15, 3)
     n_train, n_test, n = args.train or n_train, args.held_out or n_test, args.n or n
     run_dir = args.run_dir / ("quick" if args.quick else "full")

@@ -168,3 +168,37 @@ def test_line_chart_refuses_what_it_cannot_draw():
     flat = line_chart({"a": [SeriesPoint(1, 0.5), SeriesPoint(2, 0.5)]}, x_label="runs",
                       y_label="score")
     assert flat.count("<circle") == 2 and "runs" in flat
+
+
+def test_table_pairs_have_exact_labels_under_the_start_downstream(tmp_path):
+    from coalign.runner import load_dataset
+    from coalign.tables import Table, build_table
+    from coalign.tables._pairs import table_pairs
+    from tests.fakes import FakeLM
+    from tests.test_tables import _answer, make_space
+
+    space = make_space(n_questions=2, samples=0)
+    gold = {e.inputs["question"]: e.target for e in load_dataset("hotpotqa", limit=2)}
+
+    def answer(request) -> str:  # "Short answer." answers right; everything else is unique
+        text = " ".join(m.content for m in request.messages)
+        if "Short answer." not in text:
+            return _answer(request)
+        return next(a for q, a in gold.items() if q in text)
+
+    space.save(tmp_path)
+    build_table(tmp_path, level="greedy", lm_factory=lambda m: FakeLM(answer, name=f"llamacpp:{m}"))
+    table = Table(tmp_path)
+    questions = table.finished()
+    answers = table_pairs(table, "answer_generator", questions)
+    # per question: 2 k x 2 extractor prompts upstream, 2 answer prompts -> one pair each
+    assert len(answers) == 2 * 4
+    for pair in answers:
+        assert not pair.is_tie and pair.m == 1 and pair.n == 2
+        assert pair.chosen["answer"] == gold[pair.inputs["question"]]
+        assert set(pair.inputs) == {"question", "info"}
+    # the extractor's outputs all end in the start answer prompt, which is never right: ties
+    extractor = table_pairs(table, "info_extractor", questions)
+    assert len(extractor) == 2 * 2 and all(p.is_tie for p in extractor)
+    with pytest.raises(ValueError, match="no tabled param"):
+        table_pairs(table, "nothing", questions)

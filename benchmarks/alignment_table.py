@@ -1,0 +1,127 @@
+"""Alignment of local rewards on a replay table's pairs (``alignment.py --table DIR``).
+
+Pairs come from the table (``coalign.tables.table_pairs``: every pair of a component's distinct
+outputs on one input, labelled by the full path's reward with the downstream config at its
+start values; exact on a greedy table), split by question into train and held-out. Reports,
+per component, held-out pairwise accuracy pooled over pairs and averaged per input, for the
+LRF trained on the train pairs, embedding similarity to a known-good output, and random; and
+the LRF's data-efficiency curve. No LLM call. (The LLM-judge row needs the judge's answers
+cached in the table first: not yet.)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from coalign.data import Example, split
+from coalign.pairs import PreferencePair
+from coalign.rewards import (
+    EmbeddingSimilarityRanker,
+    LocalRewardModel,
+    RandomReward,
+    data_efficiency,
+    make_backbone,
+    pairwise_accuracy,
+)
+from coalign.tables import Table
+from coalign.tables._pairs import table_pairs
+
+
+def known_good(system: str, examples: list[Example]) -> dict[str, dict[str, dict]]:
+    """Per component, a known-good output per question: the embedding baseline's reference."""
+    out: dict[str, dict[str, dict]] = {}
+    for e in examples:
+        if system == "multihop_qa":
+            gold = [p for p in e.inputs["paragraphs"] if p["title"] in e.meta["supporting_titles"]]
+            refs = {"question_rewriter": {"query": " ".join(e.meta["supporting_titles"])},
+                    "retriever": {"passages": gold},
+                    "info_extractor": {"info": f"{e.inputs['question']} {e.target}"},
+                    "answer_generator": {"answer": e.target}}
+        elif system == "code_gen":
+            code = e.meta.get("reference_code") or ""
+            refs = {"code_generator": {"code": code}, "reviser": {"final_code": code},
+                    "test_generator": {"tests": list(e.target)}, "executor": {"feedback": ""}}
+        else:
+            refs = {}
+        for comp, ref in refs.items():
+            out.setdefault(comp, {})[e.id] = ref
+    return out
+
+
+def per_input(result: Any, component: str) -> float:
+    """Accuracy averaged over inputs (each input's pairs weigh as one)."""
+    accs = [c / t for c, t in result.by_input[component].values() if t]
+    return sum(accs) / len(accs)
+
+
+def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
+        json_path: Path | None) -> dict:
+    t0 = time.perf_counter()
+    table = Table(table_dir)
+    system = table.space.system
+    questions = table.finished()
+    n_train = max(1, round(len(questions) * train_share))
+    train_q, test_q = split(questions, [n_train, len(questions) - n_train], seed=seed)
+    comps = sorted({k.partition(".")[0] for k in table.space.params},
+                   key=[c.name for c in table.space.task().system.components].index)
+    train: list[PreferencePair] = []
+    test: list[PreferencePair] = []
+    for comp in comps:
+        train += table_pairs(table, comp, train_q)
+        test += table_pairs(table, comp, test_q)
+    pairs_s = time.perf_counter() - t0
+    task = table.space.task()
+    descriptions = {c.name: c.description for c in task.system.components}
+    bb = make_backbone(backbone)
+    lrf = LocalRewardModel(bb, descriptions)
+    report = lrf.fit(train)
+    acc = {"lrf": pairwise_accuracy(lrf, test), "random": pairwise_accuracy(RandomReward(seed),
+                                                                           test)}
+    refs = known_good(system, test_q)
+    rows: dict[str, dict] = {}
+    for comp in comps:
+        held = [p for p in test if p.component == comp]
+        decisive = [p for p in held if not p.is_tie]
+        row = {"held_out_pairs": len(decisive), "held_out_ties": len(held) - len(decisive),
+               "train_pairs": sum(p.component == comp and not p.is_tie for p in train),
+               "inputs": len({p.example_id + str(p.meta.get("upstream")) for p in decisive})}
+        if decisive:
+            for name, res in acc.items():
+                row[f"{name}_acc"] = res.accuracy(comp)
+                row[f"{name}_per_input"] = per_input(res, comp)
+            if comp in refs:
+                emb = pairwise_accuracy(EmbeddingSimilarityRanker(bb, refs[comp]), decisive)
+                row["embed_acc"], row["embed_per_input"] = emb.accuracy(comp), per_input(emb, comp)
+        rows[comp] = row
+    scored = [r for r in rows.values() if "lrf_acc" in r]
+    mean = {k: sum(r[k] for r in scored) / len(scored)
+            for k in ("lrf_per_input", "random_per_input", "lrf_acc", "random_acc")}
+    efficiency = data_efficiency(lambda: LocalRewardModel(bb, descriptions), train, test,
+                                 seed=seed)
+    result = {"table": str(table_dir), "system": system, "questions": len(questions),
+              "train_questions": n_train, "seed": seed, "backbone": backbone,
+              "components": rows, "mean": mean,
+              "efficiency": {str(k): v for k, v in efficiency.items()},
+              "train_pairs_per_s": report.pairs_per_s, "pairs_s": pairs_s,
+              "wall_s": time.perf_counter() - t0}
+    print(f"{system}: {len(questions)} questions ({n_train} train), pairs in {pairs_s:.0f} s")
+    print(f"{'component':<18} {'pairs':>6} {'ties':>6} {'train':>6} {'LRF':>6} {'/input':>6} "
+          f"{'embed':>6} {'random':>6}")
+    for comp, r in rows.items():
+        if "lrf_acc" not in r:
+            print(f"{comp:<18} {0:>6} {r['held_out_ties']:>6} {r['train_pairs']:>6}  (no "
+                  "decisive held-out pair)")
+            continue
+        emb = f"{r['embed_acc']:>6.3f}" if "embed_acc" in r else f"{'-':>6}"
+        print(f"{comp:<18} {r['held_out_pairs']:>6} {r['held_out_ties']:>6} "
+              f"{r['train_pairs']:>6} {r['lrf_acc']:>6.3f} {r['lrf_per_input']:>6.3f} {emb} "
+              f"{r['random_acc']:>6.3f}")
+    print(f"mean per-input: LRF {mean['lrf_per_input']:.3f}, random {mean['random_per_input']:.3f}")
+    print("data efficiency: " + ", ".join(f"{k:g}: {v:.3f}" for k, v in efficiency.items()))
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(result, indent=2))
+    return result
