@@ -26,8 +26,7 @@ from coalign.rewards import (
     make_backbone,
     pairwise_accuracy,
 )
-from coalign.tables import Table
-from coalign.tables._pairs import table_pairs
+from coalign.tables import Table, table_pairs
 
 
 def known_good(system: str, examples: list[Example]) -> dict[str, dict[str, dict]]:

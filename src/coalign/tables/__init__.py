@@ -2,6 +2,7 @@
 append-only shards, and replayed with zero LLM calls (see docs/tables.md)."""
 
 from coalign.tables._build import BuildReport, build_table, expand, pool_examples
+from coalign.tables._pairs import table_pairs
 from coalign.tables._replay import RecordingLM, ReplayLM, ReplayMiss, backend_name
 from coalign.tables._rewards import Rewards
 from coalign.tables._shards import Done, Entry, ShardSet, TableError
@@ -11,5 +12,5 @@ from coalign.tables._table import Table, TableStatus
 __all__ = [
     "BuildReport", "CandidateSpace", "Done", "Entry", "RecordingLM", "ReplayLM", "ReplayMiss",
     "Rewards", "Samples", "ShardSet", "Table", "TableError", "TableStatus", "backend_name",
-    "build_table", "expand", "pool_examples",
+    "build_table", "expand", "pool_examples", "table_pairs",
 ]
