@@ -7,11 +7,13 @@ outside the pool (kept where the final answer scored 1, as DSPy's bootstrap does
 hand-written candidates aimed at failures a probe showed. ``multihop_qa``: the pool is the first
 ``--pool`` HotpotQA questions and the bootstrap questions come from the file's end.
 ``code_gen``: the pool is the first ``--pool`` sanitized MBPP test problems and the bootstrap
-problems come from MBPP's validation split. No pool question (and so no test question of any
+problems come from MBPP's validation split. ``next_item``: the pool is the validation and test
+sessions, candidates come from train sessions. No pool question (and so no test question of any
 split drawn from it) shapes the candidates.
 
     python benchmarks/table_space.py multihop_qa --out benchmarks/tables/multihop_qa
     python benchmarks/table_space.py code_gen --out benchmarks/tables/code_gen --pool 100
+    python benchmarks/table_space.py next_item --out benchmarks/tables/next_item --pool 159
 """
 
 from __future__ import annotations
@@ -196,14 +198,82 @@ def code_space(pool: int, cache: Path) -> CandidateSpace:
                           options={"layout": LAYOUT}, samples=Samples(0, 1.0), notes=notes)
 
 
+# Hand-written candidates for next_item, aimed at what its bootstrap runs (train sessions)
+# show: the 0.5B profiler names candidate [1] whatever it is, and the analyzer copies titles.
+PROFILE_COMPARE = ("Compare every numbered candidate with what the shopper is looking for. Reply "
+                   "with the number of the candidate of the same kind of product, then its "
+                   "product type.")
+ANALYZE_TYPES = ("Name the kind of product this shopper keeps clicking, in a few words (for "
+                 "example: phone case, dog food). Reply with only the product kind.")
+
+
+def next_item_space(pool: int, cache: Path) -> CandidateSpace:
+    from coalign.component._decider import named_pick
+    from coalign.data import load_amazon_sessions
+    from coalign.systems import next_item
+
+    # the pool: validation and test sessions; candidates come from train sessions only
+    examples = (load_amazon_sessions(split="val") + load_amazon_sessions(split="test"))[:pool]
+    outside = load_amazon_sessions(split="train")
+    task = next_item("qwen2.5-0.5b", layout=LAYOUT)
+    runtime, _ = build_runtime(["qwen2.5-0.5b"], cache, max_workers=1)
+    config = task.system.default_config()
+    traces, first, right = [], 0, 0
+    for e in outside[::10][:16]:  # every language: the train part is sorted by language
+        trace = task.score(task.system.run(e.id, e.inputs, config, runtime), e)
+        first += named_pick(trace.step("candidate_profiler").outputs["assessment"], 4) == 0
+        right += trace.reward == 1.0
+        if trace.reward == 1.0 and len(traces) < 2:
+            traces.append(trace)
+    lm = runtime.lm("qwen2.5-0.5b")
+    notes: dict[str, Any] = {
+        "pool": f"first {pool} of the val + test sessions (cut per language)",
+        "probe": f"start system on 16 train sessions: {right} right, the profiler named "
+                 f"candidate 1 on {first}",
+        "bootstrap_questions": [t.example_id for t in traces]}
+    params: dict[str, list[Any]] = {}
+    analyzer = task.system.component("session_analyzer")
+    start = analyzer.params["prompt"].default
+    step = (traces or [task.system.run(outside[0].id, outside[0].inputs, config, runtime)])[0]
+    proposed, tries = propose(lm, analyzer.description,
+                              render_fields(step.step("session_analyzer").inputs, 600),
+                              render_value(step.step("session_analyzer").outputs, 200),
+                              start.instruction)
+    values = [start.to_json(), {"instruction": ANALYZE_TYPES, "demos": []}]
+    how = ["start", "hand-written: the product kind only"]
+    if proposed:
+        values.append({"instruction": proposed, "demos": []})
+        how.append(f"proposer LM (sample {tries})")
+    else:
+        values.append({"instruction": EDITS[1](start.instruction), "demos": []})
+        how.append(f"edit operator 1 (no clean proposal in {tries} proposer draws)")
+    params["session_analyzer.prompt"], notes["session_analyzer.prompt"] = values, how
+    profiler = task.system.component("candidate_profiler").params["prompt"].default
+    values = [profiler.to_json(), {"instruction": PROFILE_COMPARE, "demos": []}]
+    how = ["start", "hand-written: compare every candidate (the start names candidate 1)"]
+    if len(traces) >= 2:
+        values.append({"instruction": profiler.instruction,
+                       "demos": [demo(t.step("candidate_profiler"), 600) for t in traces]})
+        how.append("bootstrapped demos (2, from right picks on train sessions)")
+    else:
+        values.append({"instruction": EDITS[4](profiler.instruction), "demos": []})
+        how.append(f"edit operator 4 (only {len(traces)} right bootstrap runs)")
+    params["candidate_profiler.prompt"], notes["candidate_profiler.prompt"] = values, how
+    return CandidateSpace(system="next_item", dataset="amazon",
+                          questions=tuple(e.id for e in examples),
+                          params={k: tuple(v) for k, v in params.items()},
+                          options={"layout": LAYOUT}, samples=Samples(0, 1.0), notes=notes)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("system", choices=["multihop_qa", "code_gen"])
+    parser.add_argument("system", choices=["multihop_qa", "code_gen", "next_item"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--pool", type=int, default=200)
     parser.add_argument("--cache", type=Path, default=Path("runs/table_space/lm_cache.sqlite"))
     args = parser.parse_args()
-    make = multihop_space if args.system == "multihop_qa" else code_space
+    make = {"multihop_qa": multihop_space, "code_gen": code_space,
+            "next_item": next_item_space}[args.system]
     space = make(args.pool, args.cache)
     path = space.save(args.out)
     print(json.dumps({"space": str(path), "digest": space.digest,

@@ -187,3 +187,33 @@ def test_next_item_runs_on_the_local_model():
     assert trace.step("session_analyzer").outputs["interests"].strip()
     assert trace.step("candidate_profiler").outputs["assessment"].strip()
     assert trace.state["choice"] in {"0", "1", "2", "3"}
+
+
+def test_next_item_table_builds_and_replays(tmp_path):
+    """A next_item space builds with every LLM output recorded; on replay the decider (no LLM)
+    runs as usual, so every config of the space has a reward on every session."""
+    from coalign.systems._next_item import ANALYZE, PROFILE
+    from coalign.tables import CandidateSpace, Samples, Table, build_table
+    from tests.fakes import FakeLM
+
+    sessions = load_amazon_sessions(split="val", limit=2)
+    space = CandidateSpace(
+        system="next_item", dataset="amazon", questions=tuple(e.id for e in sessions),
+        params={"session_analyzer.prompt": ({"instruction": ANALYZE, "demos": []},
+                                            {"instruction": "Name the product kind.",
+                                             "demos": []}),
+                "candidate_profiler.prompt": ({"instruction": PROFILE, "demos": []},)},
+        options={"layout": "inputs_first"}, samples=Samples(0, 1.0))
+    space.save(tmp_path)
+
+    def reply(request) -> str:  # the analyzer's text, then a pick by the prompt's length
+        text = request.messages[-1].content
+        return "kitchen things" if "Name the product" in text else f"[{1 + len(text) % 4}]"
+
+    build_table(tmp_path, level="greedy",
+                lm_factory=lambda m: FakeLM(reply, name=f"llamacpp:{m}"))
+    table = Table(tmp_path)
+    assert [e.id for e in table.finished()] == [e.id for e in sessions]
+    rewards = table.rewards()
+    assert rewards.scores.shape == (2, 2)
+    assert set(np.unique(rewards.scores)) <= {0.0, 1.0}

@@ -21,7 +21,7 @@ from coalign.config import SystemConfig
 from coalign.errors import ConfigError
 from coalign.pairs import canonical_json
 from coalign.params import Choice, Text
-from coalign.systems import code_gen, multihop_qa, pubmedqa_select
+from coalign.systems import code_gen, multihop_qa, next_item, pubmedqa_select
 from coalign.task import Task
 
 FORMAT = 1
@@ -32,6 +32,7 @@ SYSTEMS: dict[str, Callable[..., Task]] = {
     "multihop_qa": multihop_qa,
     "pubmedqa_select": pubmedqa_select,
     "code_gen": code_gen,
+    "next_item": next_item,
 }
 
 
