@@ -6,7 +6,7 @@ import typing
 from coalign.job import RunConfig
 from coalign.optimize import Gate, LoopSettings
 from coalign.optimize._budget import BudgetSpec
-from coalign.optimize._local import TEXT, WEIGHTS
+from coalign.optimize._kinds import KINDS
 
 
 def _defaults():
@@ -22,7 +22,7 @@ def test_every_shared_setting_has_one_default():
     assert set(budget) <= set(loop)  # every budget field reaches the loop by name
     shared = (set(loop) & set(config)) - {"gate"}
     assert {"seed", "proposer", "components", "cost_weight", "text_optimizer",
-            "weights_optimizer", "choice_costs"} <= shared
+            "weights_optimizer", "optimizers", "choice_costs"} <= shared
     for name in sorted(set(budget) | shared):
         want = budget[name] if name in budget else config[name]
         assert loop[name] == want, name
@@ -40,7 +40,11 @@ def test_the_defaults_are_the_affordable_cli_budget():
 def test_run_config_optimizer_names_are_the_registry_names():
     text = typing.get_args(RunConfig.model_fields["text_optimizer"].annotation)
     weights = typing.get_args(RunConfig.model_fields["weights_optimizer"].annotation)
-    assert set(text) == set(TEXT) and set(weights) == set(WEIGHTS)
+    assert set(text) == set(KINDS["text"].optimizers)
+    assert set(weights) == set(KINDS["weights"].optimizers)
+    # the superseded fields' defaults are the registry's defaults: leaving them out chooses the same
+    assert (RunConfig().text_optimizer, RunConfig().weights_optimizer) == (
+        KINDS["text"].default, KINDS["weights"].default)
 
 
 def test_an_unknown_optimizer_name_in_the_python_api_is_one_line():

@@ -145,9 +145,9 @@ def test_compare_scores_every_method_and_reference_per_seed_and_budget():
     assert result.scores[START][40] == result.start
     oracle = result.scores["per-question oracle on test"][200]
     best = result.scores["best global config on test"][200]
-    assert all(o >= b for o, b in zip(oracle, best))
+    assert all(o >= b for o, b in zip(oracle, best, strict=True))
     for method in METHODS:  # no method's pick beats the best config on test
-        assert all(m <= b + 1e-12 for m, b in zip(result.scores[method][200], best))
+        assert all(m <= b + 1e-12 for m, b in zip(result.scores[method][200], best, strict=True))
     assert result.exhaustive_cost == 24 * 20
     d = result.paired("random search", START, 200)
     assert d["mean"] == pytest.approx(np.mean(result.scores["random search"][200])

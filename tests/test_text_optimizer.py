@@ -124,6 +124,7 @@ def test_a_text_value_behaving_like_a_rejected_one_counts_as_rejected(tmp_path):
     from coalign.costs import CostAccount
     from coalign.lm import CachedLM
     from coalign.optimize import LocalContext
+    from coalign.optimize._kinds import KINDS
     from coalign.pairs import canonical_json, to_jsonable
     from coalign.runtime import Runtime
     from tests.test_optimize_loop import toy_task, writer_lm
@@ -135,7 +136,8 @@ def test_a_text_value_behaving_like_a_rejected_one_counts_as_rejected(tmp_path):
     def ctx(rejections):
         return LocalContext(task, "writer", "prompt", task.system.default_config(),
                             [{"q": f"q{i}"} for i in range(3)], None, rt, random.Random(0),
-                            CostAccount(["writer"]), rejected=frozenset(rejections))
+                            CostAccount(["writer"]), rejected=frozenset(rejections),
+                            same_outputs_rejected=KINDS["text"].same_outputs_rejected)
 
     seen = ctx({canonical_json(to_jsonable(rejected))})
     assert seen.was_rejected(rejected)

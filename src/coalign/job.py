@@ -14,6 +14,7 @@ gate_confidence: 0.9         # bootstrap gate: the P(better) a candidate needs o
 early_reject: 0.9            # optional: stop validating a candidate that is clearly worse so far
 proposer: qwen2.5-0.5b       # LM proposing instructions (omit to use edits and demos only)
 components: [retriever, answer_generator]   # optional subset to optimize
+optimizers: {text: opro, weights: reinforce}  # optional: local optimizer per param kind
 endpoint: {timeout_s: 60, max_retries: 4, concurrency: 8}   # optional, for openai: models
 start:                       # optional starting values (default: the system's own)
   answer_generator: {prompt: "Answer the question using the facts."}
@@ -38,7 +39,10 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    ValidationInfo,
+    field_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from coalign.config import SystemConfig, read_text_file
 from coalign.data import Example, split
@@ -48,7 +52,10 @@ from coalign.imports import check_metric, load_task
 from coalign.lm import EndpointSettings, redact_url
 from coalign.optimize import Gate, LoopSettings, Optimizer
 from coalign.optimize._budget import BudgetSpec  # the budget block: the loop's defaults
+from coalign.optimize._kinds import KINDS, optimizer_problem
+from coalign.optimize._local import LEGACY, legacy_conflict
 from coalign.optimize._selectors import Policies, policies_of, policy_suffix
+from coalign.params import Choice
 from coalign.rewards import LocalRewardModel, make_backbone
 from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load_data
 from coalign.store import RunStore
@@ -108,8 +115,12 @@ class RunConfig(_Strict):
     proposer: str | None = None
     # optimize only these (default: all with params)
     components: list[str] | None = Field(None, min_length=1)
+    # superseded by optimizers.text / optimizers.weights; kept so older configs (and their
+    # run dirs' digests) stay valid
     text_optimizer: Literal["opro", "pareto"] = "opro"  # pareto: coalign.search beam search
     weights_optimizer: Literal["reinforce", "ppo"] = "reinforce"  # ppo: the PPO-clip surrogate
+    # param kind -> local optimizer, e.g. {text: pareto, weights: ppo} (optimize._kinds)
+    optimizers: dict[str, str] = {}
     backbone: str = "minilm"
     start: dict[str, dict[str, Any]] = {}  # component -> param -> starting value (JSON form)
     # "component.param" of a per-instance Choice -> option -> relative cost per call
@@ -122,6 +133,16 @@ class RunConfig(_Strict):
     lm: str | None = None
     # how openai: models are called; not part of the digest: a resumed run may change them
     endpoint: EndpointSettings = EndpointSettings()
+
+    @field_validator("optimizers")
+    @classmethod
+    def _registered(cls, chosen: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        problem = (optimizer_problem(KINDS, chosen)
+                   or legacy_conflict({f: info.data[f] for f in LEGACY if f in info.data},
+                                      chosen))
+        if problem:  # a custom error: its message is shown as is, without "Value error, "
+            raise PydanticCustomError("optimizers", problem)
+        return chosen
 
     @property
     def digest(self) -> str:
@@ -267,7 +288,7 @@ def choice_costs(task: Task, raw: dict[str, dict[str, float]]
         if comp not in names:
             raise bad(f"unknown component {comp!r}; have {names}")
         spec = task.system.component(comp).params.get(param)
-        if spec is None or spec.kind != "choice" or spec.scope != "per_instance":
+        if not isinstance(spec, Choice) or spec.scope != "per_instance":
             raise bad("not a per-instance Choice param (write component.param)")
         by_name = {str(o): o for o in spec.options}
         for option, cost in costs.items():
@@ -350,7 +371,7 @@ def _optimizer(cfg: RunConfig, task: Task, train: list[Example], val: list[Examp
                                       seed=cfg.seed, early_reject=cfg.early_reject),
                             proposer=cfg.proposer, components=cfg.components, seed=cfg.seed,
                             choice_costs=costs, cost_weight=cfg.cost_weight,
-                            text_optimizer=cfg.text_optimizer,
+                            optimizers=cfg.optimizers, text_optimizer=cfg.text_optimizer,
                             weights_optimizer=cfg.weights_optimizer)
     optimizer = Optimizer(task, train, val, runtime, store, reward, settings)
     with store.transaction():

@@ -3,6 +3,7 @@
 from coalign.optimize._base import BaseLocalOptimizer, LocalContext, NoopOptimizer
 from coalign.optimize._choice import ExpChoiceOptimizer, RewardSelector, softmax
 from coalign.optimize._gate import Gate, paired_bootstrap
+from coalign.optimize._kinds import KINDS, ParamKind, RolloutAsk
 from coalign.optimize._ledger import Ledger, planned_runs, prefix_discount
 from coalign.optimize._loop import Optimizer, StepRecord
 from coalign.optimize._pareto import EditMutator, ParetoTextOptimizer
@@ -11,8 +12,9 @@ from coalign.optimize._settings import LoopSettings
 from coalign.optimize._text import TextOptimizer
 from coalign.optimize._weights import ReinforceWeightsOptimizer, WeightsValue
 
-__all__ = ["BaseLocalOptimizer", "EditMutator", "ExpChoiceOptimizer", "Gate", "Ledger",
-           "LocalContext", "LoopSettings", "NoopOptimizer", "Optimizer", "ParetoTextOptimizer",
-           "ReinforceResult", "ReinforceWeightsOptimizer", "RewardSelector", "RunningBaseline",
-           "StepRecord", "TextOptimizer", "WeightsValue", "paired_bootstrap", "planned_runs",
-           "prefix_discount", "reinforce_search", "softmax"]
+__all__ = ["KINDS", "BaseLocalOptimizer", "EditMutator", "ExpChoiceOptimizer", "Gate", "Ledger",
+           "LocalContext", "LoopSettings", "NoopOptimizer", "Optimizer", "ParamKind",
+           "ParetoTextOptimizer", "ReinforceResult", "ReinforceWeightsOptimizer",
+           "RewardSelector", "RolloutAsk", "RunningBaseline", "StepRecord", "TextOptimizer",
+           "WeightsValue", "paired_bootstrap", "planned_runs", "prefix_discount",
+           "reinforce_search", "softmax"]

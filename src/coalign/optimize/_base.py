@@ -19,7 +19,6 @@ from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.optimize._coupled import variant_key
 from coalign.pairs import canonical_json, to_jsonable
-from coalign.params import Text
 from coalign.rewards import RewardModel
 from coalign.runtime import Runtime
 from coalign.task import Task
@@ -58,6 +57,8 @@ class LocalContext:
     # its fresh variant resets: a rejected variant no longer speaks for its option
     rejected_variants: frozenset[str] = frozenset()
     reset_names: tuple[str, ...] = ()
+    # the param's kind rejects a value whose search outputs equal a rejected value's (text)
+    same_outputs_rejected: bool = False
     _cache: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = field(
         default_factory=dict)
     _tokens: dict[str, float] = field(default_factory=dict)  # mean LLM tokens per search input
@@ -89,16 +90,16 @@ class LocalContext:
         return variant_key(value, self.reset_names if fresh else ()) not in self.rejected_variants
 
     def was_rejected(self, value: Any) -> bool:
-        """The gate rejected ``value`` under this config, or (for text) a value with the same
-        outputs on the search sample: the local reward cannot tell the two apart, so validating
-        it would mostly re-measure what the gate already turned down. Seen on HotpotQA: with the
-        same demos, three reworded instructions gave identical search outputs and were validated
-        one after another."""
+        """The gate rejected ``value`` under this config, or (``same_outputs_rejected``: text) a
+        value with the same outputs on the search sample: the local reward cannot tell the two
+        apart, so validating it would mostly re-measure what the gate already turned down. Seen
+        on HotpotQA: with the same demos, three reworded instructions gave identical search
+        outputs and were validated one after another."""
         if canonical_json(to_jsonable(value)) in self.rejected:
             return True
-        spec = self.task.system.component(self.component).params[self.param]
-        if not isinstance(spec, Text) or not self.rejected:
+        if not self.same_outputs_rejected or not self.rejected:
             return False
+        spec = self.task.system.component(self.component).params[self.param]
         # search inputs are the current config's, so a rejected value's outputs come from the
         # response cache when its own step searched the same sample
         outputs = self._signature(value)

@@ -1,10 +1,11 @@
 """Baselines behind the same runner and budget unit (equivalent full-system runs).
 
-* ``random_search``: draw random joint configurations (random options for choices, random edits
-  of the instructions for prompts), score each on the validation set with full runs, keep the
-  best; stops when the next candidate would exceed the budget.
-* ``grid_search``: every combination of the finite (``Choice``) parameters, in order, within
-  the budget.
+* ``random_search``: draw random joint configurations (each param's kind draws its value, see
+  ``_kinds``: random options for choices, random edits of the instructions for prompts), score
+  each on the validation set with full runs, keep the best; stops when the next candidate would
+  exceed the budget.
+* ``grid_search``: every combination of the finite parameters (``Choice`` options, ``Text``
+  candidates), in order, within the budget.
 
 A per-instance ``Choice`` is searched as one global option: a baseline has no per-input
 selector, but "always the strong model" is in its space, as it is in the loop's.
@@ -14,15 +15,13 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.data._base import Example
-from coalign.optimize._text import EDITS
-from coalign.params import TextValue
+from coalign.optimize._kinds import KINDS, ParamKind, kind_of
 from coalign.runtime import Runtime
 from coalign.task import Task
 
@@ -52,17 +51,6 @@ def _score(task: Task, config: SystemConfig, val: Sequence[Example], runtime: Ru
     return sum(t.reward or 0.0 for t in traces) / len(traces)
 
 
-def _random_value(spec: Any, current: Any, rng: random.Random) -> Any:
-    if spec.kind == "choice":
-        return rng.choice(spec.options)
-    if spec.kind == "text" and spec.candidates:
-        return rng.choice(spec.candidates)
-    if spec.kind == "text":
-        edit = EDITS[rng.randrange(len(EDITS))]
-        return TextValue(edit(current.instruction), current.demos)
-    return current
-
-
 # called after each scored configuration or policy update: (label, score, equivalent runs so
 # far); a long baseline run can show its progress (e.g. ``compare.py --status``)
 OnTrial = Callable[[str, float, float], None]
@@ -79,7 +67,8 @@ def _trial(task: Task, config: SystemConfig, val: Sequence[Example], runtime: Ru
 
 def random_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_runs: float, *,
                   seed: int = 0, components: Sequence[str] | None = None,
-                  on_trial: OnTrial | None = None) -> SearchResult:
+                  on_trial: OnTrial | None = None,
+                  kinds: Mapping[str, ParamKind] = KINDS) -> SearchResult:
     """Random joint configurations within ``budget_runs`` (the default config counts too)."""
     rng = random.Random(f"random-search:{seed}")
     system = task.system
@@ -91,23 +80,23 @@ def random_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_r
         config = system.default_config()
         for comp in names:
             for pname, spec in system.component(comp).params.items():
-                config = config.with_value(comp, pname,
-                                           _random_value(spec, config[comp][pname], rng))
+                draw = kind_of(kinds, spec, f"random_search: {comp}.{pname}").random_value
+                config = config.with_value(comp, pname, draw(spec, config[comp][pname], rng))
         _trial(task, config, val, runtime, account, result, on_trial)
     return result
 
 
 def grid_search(task: Task, val: Sequence[Example], runtime: Runtime, budget_runs: float,
                 components: Sequence[str] | None = None,
-                on_trial: OnTrial | None = None) -> SearchResult:
-    """Every combination of the ``Choice`` params (and of ``Text`` params with candidates), in
-    order, within ``budget_runs``."""
+                on_trial: OnTrial | None = None,
+                kinds: Mapping[str, ParamKind] = KINDS) -> SearchResult:
+    """Every combination of the params whose kind enumerates them (``Choice`` options, ``Text``
+    candidates), in order, within ``budget_runs``."""
     system = task.system
     account = CostAccount([c.name for c in system.components])
     names = components or [c.name for c in system.components if c.params]
-    axes = [(c, p, spec.options if spec.kind == "choice" else spec.candidates) for c in names
-            for p, spec in system.component(c).params.items()
-            if spec.kind == "choice" or (spec.kind == "text" and spec.candidates)]
+    axes = [(c, p, values) for c in names for p, spec in system.component(c).params.items()
+            if (values := kind_of(kinds, spec, f"grid_search: {c}.{p}").finite_values(spec))]
     result = SearchResult(system.default_config(), float("-inf"), [], account)
     for combo in itertools.product(*(opts for _, _, opts in axes)):
         if account.equivalent_runs() + len(val) > budget_runs:

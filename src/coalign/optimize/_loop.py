@@ -27,6 +27,7 @@ from coalign.optimize._alignment import cross_validated_alignment
 from coalign.optimize._base import BaseLocalOptimizer, LocalContext
 from coalign.optimize._choice import POLICY, RewardSelector
 from coalign.optimize._coupled import Variant, variant_key
+from coalign.optimize._kinds import RolloutAsk, kind_of
 from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
 from coalign.optimize._local import local_optimizers
 from coalign.optimize._proposing import Proposing
@@ -82,10 +83,14 @@ class Optimizer(Proposing):
         if not self.targets:
             raise ConfigError(f"system {self.system.name!r} has no parameters to optimize")
         for c, p in self.targets:  # refused now, not when the param is first drawn
-            kind = self.system.component(c).params[p].kind
-            if kind not in self.optimizers:
-                raise ConfigError(f"no local optimizer for param kind {kind!r} ({c}.{p}); "
+            param = self.system.component(c).params[p]
+            kind = kind_of(self.s.kinds, param, f"{c}.{p}")
+            if kind.name not in self.optimizers:
+                raise ConfigError(f"no local optimizer for param kind {kind.name!r} ({c}.{p}); "
                                   f"have {sorted(self.optimizers)}")
+            if param.scope == "per_instance" and not kind.per_instance:
+                raise ConfigError(f"{c}.{p}: a {kind.name!r} param cannot be per_instance (no "
+                                  "selector picks its values per input); use scope 'global'")
         self.account = CostAccount([c.name for c in self.system.components])
         self.config = self.system.default_config()
         # per-instance params chosen by the LRF -> digest of the frozen reward each one reads
@@ -150,25 +155,20 @@ class Optimizer(Proposing):
         return dataclasses.replace(self.runtime, selectors=selectors)
 
     def _specs(self, component: str) -> list[RolloutSpec]:
-        """Alternatives for each Choice param (choice-keyed when per-instance); samples for text."""
+        """Each param's rollout specs, as its kind's entry says (``_kinds``)."""
         specs = []
         for name, param in self.system.component(component).params.items():
-            if param.kind == "choice":
-                specs.append(RolloutSpec(param=name, alternatives=tuple(param.options),
-                                         choice_key=param.scope == "per_instance"))
-            elif param.kind in ("text", "weights") and self.s.rollout_n:
-                # sampled outputs (a policy samples orders); rollout_n 0: candidates only
-                specs.append(RolloutSpec(n=self.s.rollout_n, temperature=self.s.temperature))
-            if param.kind == "text" and param.candidates:  # a finite space: every candidate
-                specs.append(RolloutSpec(param=name, alternatives=param.candidates))
-                continue
-            if param.kind == "text" and self.s.text_alternatives and "text" in self.optimizers:
-                current = self.config[component][name]
-                rng = random.Random(f"{self.s.seed}:alternatives:{component}.{name}")
-                alts = self.optimizers["text"].alternatives(current, rng,
-                                                             self.s.text_alternatives)
-                if alts:  # greedy outputs under each instruction, the current one included
-                    specs.append(RolloutSpec(param=name, alternatives=(current, *alts)))
+            current = self.config[component][name]
+            optimizer = self.optimizers.get(param.kind)
+            rng = random.Random(f"{self.s.seed}:alternatives:{component}.{name}")
+
+            def nearby(k: int, current: Any = current, optimizer: Any = optimizer,
+                       rng: random.Random = rng) -> tuple[Any, ...]:
+                return optimizer.alternatives(current, rng, k) if optimizer else ()
+
+            specs += self.s.kinds[param.kind].rollouts(RolloutAsk(
+                name, param, current, self.s.rollout_n, self.s.temperature,
+                self.s.text_alternatives, nearby))
         return specs
 
     def _collect(self, examples: Sequence[Example], tag: str) -> list:
@@ -283,7 +283,7 @@ class Optimizer(Proposing):
                                 "no change proposed", t0)
         tried = self._rejected.setdefault((component, param), set())
         picked = (self._couple(component, param, value, config, policies, t)
-                  if spec.kind == "choice" and value != POLICY else Variant(config))
+                  if self.s.kinds[spec.kind].coupled and value != POLICY else Variant(config))
         key = variant_key(value, picked.reset) if picked is not None else None
         if picked is None or key in tried:  # a re-proposal
             return self._record(t, component, param, False, before, None, value,

@@ -65,7 +65,8 @@ class Proposing:
         inputs = self._search_inputs(component, rt, t)
         rejected = variants = frozenset(self._rejected.get((component, param), ()))
         starting, siblings = None, ()
-        if kind == "choice":  # an option stays open while one of its variants is
+        rules = self.s.kinds[kind]
+        if rules.coupled:  # an option stays open while one of its variants is
             start, siblings = self._siblings(component, param)
             rejected = exhausted(self.system.component(component).params[param].options,
                                  siblings, variants)
@@ -73,8 +74,9 @@ class Proposing:
         ctx = LocalContext(self.task, component, param, self.config, inputs, self.reward, rt,
                            rng, self.account, proposer=self.s.proposer, rejected=rejected,
                            rollout_winners=rollout_winners(self.store, component)
-                           if kind == "text" else (), starting=starting,
-                           rejected_variants=variants, reset_names=tuple(siblings))
+                           if rules.rollout_demos else (), starting=starting,
+                           rejected_variants=variants, reset_names=tuple(siblings),
+                           same_outputs_rejected=rules.same_outputs_rejected)
         value = self.optimizers[kind].propose(ctx)
         self._scored, self._ctx = ctx.history, ((t, component, param), ctx)
         return value

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,9 +31,8 @@ from coalign.data._base import Example
 from coalign.errors import ConfigError
 from coalign.optimize._baselines import OnTrial, SearchResult, _trial
 from coalign.optimize._choice import softmax
-from coalign.optimize._text import EDITS
+from coalign.optimize._kinds import KINDS, ParamKind, kind_of
 from coalign.optimize._weights import policy_of, policy_step, snapshot
-from coalign.params import TextValue
 from coalign.rewards._heads import single_thread
 from coalign.runtime import Runtime, Sampling
 from coalign.system import System
@@ -103,37 +102,26 @@ class _Net:
     optimizer: torch.optim.Optimizer
 
 
-def _slots(task: Task, names: Sequence[str],
-           weights_lr: float) -> tuple[list[_Categorical], list[_Net]]:
+def _slots(task: Task, names: Sequence[str], weights_lr: float,
+           kinds: Mapping[str, ParamKind]) -> tuple[list[_Categorical], list[_Net]]:
+    """A softmax slot per param whose kind lists values for one (a choice's options, a text's
+    candidates or edits of its start), a policy network per ``network`` kind (weights)."""
     system, default = task.system, task.system.default_config()
     cats: list[_Categorical] = []
     nets: list[_Net] = []
     for comp in names:
         for pname, spec in system.component(comp).params.items():
-            if spec.kind == "choice":  # a per-instance one too, as one global option
-                options = list(spec.options)
-            elif spec.kind == "text":  # a finite space's candidates, else edits of the start
-                options = list(spec.candidates) or _text_pool(default[comp][pname])
-            elif spec.kind == "weights":
+            kind = kind_of(kinds, spec, f"reinforce_search: {comp}.{pname}")
+            options = kind.policy_values(spec, default[comp][pname])
+            if options is not None:
+                cats.append(_Categorical(comp, pname, options, np.zeros(len(options))))
+            elif kind.network:
                 policy, wspec = policy_of(task, comp, pname)
                 module = wspec.build(default[comp][pname])
                 module.train()
                 nets.append(_Net(comp, pname, policy, module,
                                  torch.optim.Adam(module.parameters(), lr=weights_lr)))
-                continue
-            else:
-                continue
-            cats.append(_Categorical(comp, pname, options, np.zeros(len(options))))
     return cats, nets
-
-
-def _text_pool(current: TextValue) -> list[TextValue]:
-    """The current instruction and one variant per edit operator, without repeats."""
-    pool = {current.instruction: current}
-    for edit in EDITS:
-        text = edit(current.instruction)
-        pool.setdefault(text, TextValue(text, current.demos))
-    return list(pool.values())
 
 
 def _config(system: System, cats: Sequence[_Categorical], picks: Sequence[int],
@@ -150,8 +138,8 @@ def reinforce_search(task: Task, train: Sequence[Example], val: Sequence[Example
                      runtime: Runtime, budget_runs: float, *, seed: int = 0,
                      components: Sequence[str] | None = None, batch_size: int = 4,
                      lr: float = 0.2, weights_lr: float = 0.05, temperature: float = 1.0,
-                     max_grad_norm: float = 1.0,
-                     on_trial: OnTrial | None = None) -> ReinforceResult:
+                     max_grad_norm: float = 1.0, on_trial: OnTrial | None = None,
+                     kinds: Mapping[str, ParamKind] = KINDS) -> ReinforceResult:
     """Train the joint policy on ``train`` minibatches, then score its mode on ``val``.
 
     Training stops when one more minibatch plus the final validation would exceed
@@ -165,7 +153,7 @@ def reinforce_search(task: Task, train: Sequence[Example], val: Sequence[Example
     system = task.system
     account = CostAccount([c.name for c in system.components])
     cats, nets = _slots(task, components or [c.name for c in system.components if c.params],
-                        weights_lr)
+                        weights_lr, kinds)
     result = ReinforceResult(system.default_config(), float("-inf"), [], account)
     config_base, example_base = RunningBaseline(), RunningBaseline()
     queue: list[Example] = []

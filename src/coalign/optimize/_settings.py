@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from coalign.optimize._budget import budget_default as _b
 from coalign.optimize._gate import Gate
+from coalign.optimize._kinds import KINDS, ParamKind
 
 
 @dataclass
@@ -22,8 +23,10 @@ class LoopSettings:
     text_candidates: int = _b("text_candidates")  # candidates per local step (reference: 3 x 3)
     text_steps: int = _b("text_steps")
     text_alternatives: int = _b("text_alternatives")  # stage-1 rollouts under edited instructions
-    text_optimizer: str = "opro"  # local optimizer per param kind, by name (see ``_local``)
-    weights_optimizer: str = "reinforce"
+    # param kind -> local optimizer name, over the kind's default (see ``_local``)
+    optimizers: Mapping[str, str] = field(default_factory=dict)
+    text_optimizer: str = "opro"  # superseded by optimizers["text"]; still honoured
+    weights_optimizer: str = "reinforce"  # superseded by optimizers["weights"]; still honoured
     temperature: float = 1.0
     tau: float = 1.0
     gate: Gate = field(default_factory=Gate)
@@ -37,6 +40,8 @@ class LoopSettings:
     min_alignment: float = _b("min_alignment")
     min_alignment_pairs: int = 10
     seed: int = 0
+    # the param kinds the loop knows (``_kinds``): a new kind is one more entry here
+    kinds: Mapping[str, ParamKind] = field(default_factory=lambda: KINDS)
 
 
 T = TypeVar("T")

@@ -1,0 +1,144 @@
+"""What every local optimizer promises the loop (``optimize._base``), as pytest tests.
+
+A local optimizer gets a ``LocalContext`` and returns a value of its param; the current value
+means "no change". The contract:
+
+* the value is in the param's space (``Param.validate`` accepts it; it round-trips through JSON);
+* the same seeded context gives the same value (runs are reproducible from their seed);
+* the context's config, search inputs, rejections and current value are left as they were
+  (only ``history`` and the output memo grow);
+* it spends only its budget: it runs its own component on the search inputs, charged to the
+  ``local_search`` phase, at most ``max_runs`` times per input, and never the rest of the system;
+* an empty search sample gives a valid value without running anything;
+* what it proposes is among the candidates it lists in ``history`` (the ledger's "why");
+* it does not propose a value the gate rejected under this config again.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pytest
+
+from coalign.optimize._base import BaseLocalOptimizer, LocalContext
+from coalign.optimize._kinds import ParamKind
+from coalign.optimize._settings import LoopSettings
+from coalign.pairs import canonical_json, to_jsonable
+
+
+class ContextFactory(Protocol):
+    def __call__(self, seed: int, *, rejected: frozenset[str] = frozenset(),
+                 empty: bool = False) -> LocalContext:
+        """A fresh context for the kind's toy param (``empty``: no search inputs)."""
+        ...
+
+
+@dataclass(frozen=True)
+class OptimizerCase:
+    """One optimizer under test: how to build it and contexts for a param of its kind."""
+
+    id: str  # "kind/name"
+    build: Callable[[], BaseLocalOptimizer]
+    context: ContextFactory
+    max_runs: int | None = None  # component executions per search input it may spend
+    # contract test name -> why this optimizer does not meet it yet: run as a strict xfail,
+    # so the gap stays visible and the mark must go once it is closed
+    known_gaps: Mapping[str, str] = field(default_factory=dict)
+
+
+def optimizer_cases(kinds: Mapping[str, ParamKind], settings: LoopSettings,
+                    contexts: Mapping[str, ContextFactory],
+                    max_runs: Mapping[str, int] | None = None,
+                    known_gaps: Mapping[str, Mapping[str, str]] | None = None) -> list[Any]:
+    """A ``pytest.param`` per optimizer of every kind in ``kinds``, built from ``settings``.
+    ``contexts`` must cover every kind: a registered kind without one is an error, not a gap.
+    ``max_runs`` and ``known_gaps`` are keyed by case id (``"text/opro"``)."""
+    missing = sorted(set(kinds) - set(contexts))
+    if missing:
+        raise ValueError(f"optimizer_cases: no context factory for param kind(s) {missing}; "
+                         "give one per registered kind")
+    out = []
+    for kind in sorted(kinds):
+        for name, build in sorted(kinds[kind].optimizers.items()):
+            case_id = f"{kind}/{name}"
+            case = OptimizerCase(case_id, lambda b=build: b(settings), contexts[kind],
+                                 (max_runs or {}).get(case_id),
+                                 dict((known_gaps or {}).get(case_id, {})))
+            out.append(pytest.param(case, id=case_id))
+    return out
+
+
+def key(value: Any) -> str:
+    return canonical_json(to_jsonable(value))
+
+
+def _spec(ctx: LocalContext) -> Any:
+    return ctx.task.system.component(ctx.component).params[ctx.param]
+
+
+def _frozen(ctx: LocalContext) -> tuple[Any, ...]:
+    return (ctx.config.digest, copy.deepcopy(list(ctx.search)), ctx.rejected,
+            ctx.rejected_variants, key(ctx.current), ctx.component, ctx.param)
+
+
+class LocalOptimizerContract:
+    """Subclass it and provide a ``case`` fixture returning an ``OptimizerCase``."""
+
+    @pytest.fixture
+    def case(self) -> OptimizerCase:
+        raise NotImplementedError("provide a `case` fixture (see optimizer_cases)")
+
+    @pytest.fixture(autouse=True)
+    def _known_gap(self, request: pytest.FixtureRequest, case: OptimizerCase) -> None:
+        reason = case.known_gaps.get(request.node.originalname)
+        if reason:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+
+    def test_proposes_a_value_of_its_params_space(self, case: OptimizerCase) -> None:
+        ctx = case.context(0)
+        value = case.build().propose(ctx)
+        spec = _spec(ctx)
+        assert key(spec.validate(value)) == key(value)
+        assert key(spec.from_json(spec.to_json(value))) == key(value)
+
+    def test_same_seed_same_proposal(self, case: OptimizerCase) -> None:
+        first = case.build().propose(case.context(3))
+        assert key(case.build().propose(case.context(3))) == key(first)
+
+    def test_leaves_its_context_as_it_was(self, case: OptimizerCase) -> None:
+        ctx = case.context(0)
+        before = _frozen(ctx)
+        case.build().propose(ctx)
+        assert _frozen(ctx) == before
+
+    def test_runs_only_its_component_on_the_search_sample(self, case: OptimizerCase) -> None:
+        ctx = case.context(0)
+        case.build().propose(ctx)
+        executed = {phase: dict(c) for phase, c in ctx.account.executed.items() if c}
+        assert set(executed) <= {"local_search"}
+        runs = executed.get("local_search", {})
+        assert set(runs) <= {ctx.component}
+        if case.max_runs is not None:
+            assert runs.get(ctx.component, 0) <= case.max_runs * len(ctx.search)
+
+    def test_an_empty_search_sample_gives_a_valid_value(self, case: OptimizerCase) -> None:
+        ctx = case.context(0, empty=True)
+        value = case.build().propose(ctx)
+        assert key(_spec(ctx).validate(value)) == key(value)
+        assert not any(ctx.account.executed.values())
+
+    def test_its_proposal_is_among_the_candidates_it_lists(self, case: OptimizerCase) -> None:
+        ctx = case.context(0)
+        value = case.build().propose(ctx)
+        assert key(value) != key(ctx.current), "the case's context must leave room to improve"
+        assert key(value) in {key(v) for v, _ in ctx.history}
+
+    def test_a_rejected_value_is_not_proposed_again(self, case: OptimizerCase) -> None:
+        ctx = case.context(0)
+        first = case.build().propose(ctx)
+        assert key(first) != key(ctx.current), "the case's context must leave room to improve"
+        again = case.build().propose(case.context(0, rejected=frozenset({key(first)})))
+        assert key(again) != key(first)
