@@ -97,7 +97,7 @@ _NO_MEMORY = ("ignores ctx.rejected: the loop's rejection memory catches the re-
               "('already rejected under this config'), a step spent on nothing")
 GAPS = {name: {"test_its_proposal_is_among_the_candidates_it_lists": _NO_HISTORY,
                "test_a_rejected_value_is_not_proposed_again": _NO_MEMORY}
-        for name in ("text/pareto", "weights/reinforce", "weights/ppo")}
+        for name in ("text/pareto",)}
 
 
 class TestLocalOptimizers(LocalOptimizerContract):

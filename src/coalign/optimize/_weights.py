@@ -115,7 +115,10 @@ class ReinforceWeightsOptimizer(BaseLocalOptimizer):
             for _ in range(self.epochs):
                 self._epoch(ctx, policy, module, optimizer, rng)
         proposed = WeightsValue(spec.validate(snapshot(module)))
-        return proposed if ctx.mean_reward(proposed) > ctx.mean_reward(current) else ctx.current
+        before, after = ctx.mean_reward(current), ctx.mean_reward(proposed)
+        ctx.history.extend([(current, before), (proposed, after)])
+        # weights the gate already rejected under this config would only be rejected again
+        return proposed if after > before and not ctx.was_rejected(proposed) else ctx.current
 
     def _epoch(self, ctx: LocalContext, policy: PolicyComponent, module: torch.nn.Module,
                optimizer: torch.optim.Optimizer, rng: random.Random) -> None:
