@@ -89,10 +89,15 @@ class ParetoTextOptimizer(BaseLocalOptimizer):
                                 self.mutator or EditMutator(state.seed), SearchStore(folder))
             self.last_state = search.run()
         scored = [c for c in self.last_state.candidates.values() if c.scored]
-        front = compute_pareto_front(scored)
+        value = {c.prompt_version: TextValue(instruction_of(c.prompt), current.demos)
+                 for c in scored}
+        ctx.history.extend((value[c.prompt_version], c.quality_score) for c in scored)
+        # prompts the gate already rejected under this config would only be rejected again
+        front = [c for c in compute_pareto_front(scored)
+                 if not ctx.was_rejected(value[c.prompt_version])]
         if not front:
             return current
         best = max(front, key=lambda c: (c.quality_score, -c.cost))
         if best.quality_score <= 0:
             return current
-        return TextValue(instruction_of(best.prompt), current.demos)
+        return value[best.prompt_version]
