@@ -12,6 +12,7 @@ cached in the table first: not yet.)
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,9 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
               "components": rows, "mean": mean,
               "efficiency": {str(k): v for k, v in efficiency.items()},
               "train_pairs_per_s": report.pairs_per_s, "pairs_s": pairs_s,
-              "wall_s": time.perf_counter() - t0}
+              "wall_s": time.perf_counter() - t0,
+              "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                                       text=True).stdout.strip()}
     print(f"{system}: {len(questions)} questions ({n_train} train), pairs in {pairs_s:.0f} s")
     print(f"{'component':<18} {'pairs':>6} {'ties':>6} {'train':>6} {'LRF':>6} {'/input':>6} "
           f"{'embed':>6} {'random':>6}")
