@@ -238,7 +238,7 @@ def next_item_space(pool: int, cache: Path) -> CandidateSpace:
     proposed, tries = propose(lm, analyzer.description,
                               render_fields(step.step("session_analyzer").inputs, 600),
                               render_value(step.step("session_analyzer").outputs, 200),
-                              start.instruction)
+                              start.instruction, max_shared=0)  # titles leak product names
     values = [start.to_json(), {"instruction": ANALYZE_TYPES, "demos": []}]
     how = ["start", "hand-written: the product kind only"]
     if proposed:
