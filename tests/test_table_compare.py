@@ -94,19 +94,16 @@ def test_tpe_charges_repeats_nothing_and_is_seeded():
     assert t.trials == tpe(lk, split, budget=24 * 20 + 5, seed=0).trials
 
 
-def test_coalign_loop_as_a_method_on_a_table(tmp_path):
-    """The loop on a table whose "Short answer." candidate answers every question right: its
-    trajectory starts at the start config once stage 1 is paid, and what it returns at the
-    largest budget is scored by lookup like any other method's."""
-    from coalign.data import split as data_split
+def short_answer_table(directory, n_questions: int):
+    """A greedy HotpotQA table built with a fake LM whose "Short answer." candidate answers
+    every question right; every other request gets a unique wrong answer."""
     from coalign.runner import load_dataset
     from coalign.tables import Table, build_table
-    from coalign.tables._loop_arm import coalign_method
     from tests.fakes import FakeLM
     from tests.test_tables import _answer, make_space
 
-    space = make_space(n_questions=12, samples=0)
-    gold = {e.inputs["question"]: e.target for e in load_dataset("hotpotqa", limit=12)}
+    space = make_space(n_questions=n_questions, samples=0)
+    gold = {e.inputs["question"]: e.target for e in load_dataset("hotpotqa", limit=n_questions)}
 
     def answer(request) -> str:
         text = " ".join(m.content for m in request.messages)
@@ -114,9 +111,20 @@ def test_coalign_loop_as_a_method_on_a_table(tmp_path):
             return _answer(request)
         return next(a for q, a in gold.items() if q in text)
 
-    space.save(tmp_path)
-    build_table(tmp_path, level="greedy", lm_factory=lambda m: FakeLM(answer, name=f"llamacpp:{m}"))
-    table = Table(tmp_path)
+    space.save(directory)
+    build_table(directory, level="greedy",
+                lm_factory=lambda m: FakeLM(answer, name=f"llamacpp:{m}"))
+    return Table(directory)
+
+
+def test_coalign_loop_as_a_method_on_a_table(tmp_path):
+    """The loop on a table whose "Short answer." candidate answers every question right: its
+    trajectory starts at the start config once stage 1 is paid, and what it returns at the
+    largest budget is scored by lookup like any other method's."""
+    from coalign.data import split as data_split
+    from coalign.tables._loop_arm import coalign_method
+
+    table = short_answer_table(tmp_path, 12)
     rewards = table.rewards()
     lookup = Lookup.of_table(rewards, table.space)
     split = draw_split(12, (4, 4, 4), seed=1)
@@ -172,23 +180,10 @@ def test_line_chart_refuses_what_it_cannot_draw():
 
 def test_table_pairs_have_exact_labels_under_the_start_downstream(tmp_path):
     from coalign.runner import load_dataset
-    from coalign.tables import Table, build_table
-    from coalign.tables._pairs import table_pairs
-    from tests.fakes import FakeLM
-    from tests.test_tables import _answer, make_space
+    from coalign.tables import table_pairs
 
-    space = make_space(n_questions=2, samples=0)
+    table = short_answer_table(tmp_path, 2)
     gold = {e.inputs["question"]: e.target for e in load_dataset("hotpotqa", limit=2)}
-
-    def answer(request) -> str:  # "Short answer." answers right; everything else is unique
-        text = " ".join(m.content for m in request.messages)
-        if "Short answer." not in text:
-            return _answer(request)
-        return next(a for q, a in gold.items() if q in text)
-
-    space.save(tmp_path)
-    build_table(tmp_path, level="greedy", lm_factory=lambda m: FakeLM(answer, name=f"llamacpp:{m}"))
-    table = Table(tmp_path)
     questions = table.finished()
     answers = table_pairs(table, "answer_generator", questions)
     # per question: 2 k x 2 extractor prompts upstream, 2 answer prompts -> one pair each

@@ -7,6 +7,7 @@ from coalign.cli import (  # noqa: E402,F401
     _arco,
     _audit,
     _core,
+    _dspy,
     _export,
     _optimize,
     _report,

@@ -122,8 +122,7 @@ class CoalignEngine:
 
     def complete(self, request: Any) -> Response:
         component, model = _CALL.get() or (None, self.default_model)
-        msgs = [Message("system", _text(request.system))] if request.system is not None else []
-        msgs += [Message(m.role, m.text or "") for m in request.messages]
+        msgs = request_messages(request)
         cfg = request.config
         kwargs = {"max_tokens": cfg.max_tokens} if cfg.max_tokens else {}
         lm_request = LMRequest(tuple(msgs), temperature=cfg.temperature or 0.0,
@@ -132,12 +131,23 @@ class CoalignEngine:
         out = ctx.generate(model, lm_request)
         if self.meter is not None:
             self.meter.record(component, ctx.usage)
-        usage = LM15Usage(input_tokens=out.prompt_tokens, output_tokens=out.completion_tokens)
-        return Response(id=None, model=out.model, finish_reason="stop", usage=usage,
-                        message=LM15Message.assistant([TextPart(out.text)]))
+        return engine_response(out)
 
     def stream(self, request: Any) -> Any:
         return response_to_events(self.complete(request))
+
+
+def request_messages(request: Any) -> list[Message]:
+    """A DSPy engine request as coalign messages (its system part first)."""
+    msgs = [Message("system", _text(request.system))] if request.system is not None else []
+    return msgs + [Message(m.role, m.text or "") for m in request.messages]
+
+
+def engine_response(out: Any) -> Response:
+    """A coalign ``LMResponse`` as the ``Response`` a DSPy engine returns."""
+    usage = LM15Usage(input_tokens=out.prompt_tokens, output_tokens=out.completion_tokens)
+    return Response(id=None, model=out.model, finish_reason="stop", usage=usage,
+                    message=LM15Message.assistant([TextPart(out.text)]))
 
 
 def _text(system: Any) -> str:
