@@ -93,6 +93,8 @@ def main() -> None:
     parser.add_argument("--backbone", default="minilm",
                         help="LRF backbone (minilm, or hashing: lexical, no model)")
     parser.add_argument("--table", type=Path, help="a replay table directory: its pairs")
+    parser.add_argument("--no-embedding", action="store_true",
+                        help="with --table: LRF heads read the cheap features only")
     parser.add_argument("--train-share", type=float, default=0.5,
                         help="with --table: share of the questions whose pairs train the LRF")
     args = parser.parse_args()
@@ -100,7 +102,7 @@ def main() -> None:
         from alignment_table import run
 
         run(args.table, seed=args.seed, backbone=args.backbone, train_share=args.train_share,
-            json_path=args.json)
+            json_path=args.json, use_embedding=not args.no_embedding)
         return
     n_train, n_test, n = (5, 3, 2) if args.quick else (45, 15, 3)
     n_train, n_test, n = args.train or n_train, args.held_out or n_test, args.n or n

@@ -23,6 +23,7 @@ from coalign.rewards import (
     EmbeddingSimilarityRanker,
     LocalRewardModel,
     RandomReward,
+    TrainConfig,
     data_efficiency,
     make_backbone,
     pairwise_accuracy,
@@ -58,7 +59,7 @@ def per_input(result: Any, component: str) -> float:
 
 
 def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
-        json_path: Path | None) -> dict:
+        json_path: Path | None, use_embedding: bool = True) -> dict:
     t0 = time.perf_counter()
     table = Table(table_dir)
     system = table.space.system
@@ -76,7 +77,8 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
     task = table.space.task()
     descriptions = {c.name: c.description for c in task.system.components}
     bb = make_backbone(backbone)
-    lrf = LocalRewardModel(bb, descriptions)
+    config = TrainConfig(use_embedding=use_embedding)
+    lrf = LocalRewardModel(bb, descriptions, config)
     report = lrf.fit(train)
     acc = {"lrf": pairwise_accuracy(lrf, test), "random": pairwise_accuracy(RandomReward(seed),
                                                                            test)}
@@ -99,10 +101,11 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
     scored = [r for r in rows.values() if "lrf_acc" in r]
     mean = {k: sum(r[k] for r in scored) / len(scored)
             for k in ("lrf_per_input", "random_per_input", "lrf_acc", "random_acc")}
-    efficiency = data_efficiency(lambda: LocalRewardModel(bb, descriptions), train, test,
+    efficiency = data_efficiency(lambda: LocalRewardModel(bb, descriptions, config), train, test,
                                  seed=seed)
     result = {"table": str(table_dir), "system": system, "questions": len(questions),
               "train_questions": n_train, "seed": seed, "backbone": backbone,
+              "use_embedding": use_embedding,
               "components": rows, "mean": mean,
               "efficiency": {str(k): v for k, v in efficiency.items()},
               "train_pairs_per_s": report.pairs_per_s, "pairs_s": pairs_s,

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from coalign.errors import ConfigError, DataError, StoreError
 from coalign.pairs import PreferencePair
@@ -193,3 +194,21 @@ def test_feature_constant_in_training_cannot_blow_up_a_score() -> None:
     s_empty = model.score("answer", x.inputs, {"answer": ""})
     s_other = model.score("answer", x.inputs, {"answer": "Zzyzx"})
     assert abs(s_empty - s_other) < 50
+
+
+def test_features_only_heads_ignore_the_embedding_and_round_trip(tmp_path) -> None:
+    model = _model(use_embedding=False)
+    model.fit(qa_pairs(80, seed=1))
+    head = model.heads["answer"]
+    assert head.net.in_features == model.n_features  # no embedding weights at all
+    feats = np.ones((2, model.n_features), dtype=np.float32)
+    one = head(torch.zeros(2, 512), torch.from_numpy(feats))
+    other = head(torch.randn(2, 512), torch.from_numpy(feats))
+    assert torch.equal(one, other)
+    assert pairwise_accuracy(model, qa_pairs(60, seed=2)).mean >= 0.9  # length and evidence
+    again = load_reward_model(save_reward_model(model, tmp_path / "m"), HashingBackbone())
+    pairs = qa_pairs(10, seed=3)
+    items = [(p.inputs, p.output_a) for p in pairs]
+    assert np.allclose(again.score_batch("answer", items), model.score_batch("answer", items))
+    with pytest.raises(ConfigError, match="reads nothing"):
+        TrainConfig(use_embedding=False, use_features=False)

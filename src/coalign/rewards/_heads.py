@@ -25,6 +25,9 @@ class TrainConfig:
         head: "mlp" (one hidden layer) or "linear".
         hidden: hidden width of the MLP head.
         use_features: append the cheap features to the embedding.
+        use_embedding: read the embedding at all (False: the features alone; on a replay
+            table's HotpotQA answer pairs a features-only pairwise model ranked held-out inputs
+            at 0.77 where the embedding-and-features head reached 0.64).
         epochs: stage-1 passes over the pairs.
         lr: stage-1 Adam learning rate.
         weight_decay: L2 penalty (AdamW) against over-fitting small pair sets.
@@ -42,6 +45,7 @@ class TrainConfig:
     head: str = "linear"
     hidden: int = 64
     use_features: bool = True
+    use_embedding: bool = True
     epochs: int = 60
     lr: float = 1e-2
     weight_decay: float = 1e-2
@@ -56,6 +60,8 @@ class TrainConfig:
     buffer_size: int = 1000
 
     def __post_init__(self) -> None:
+        if not (self.use_embedding or self.use_features):
+            raise ConfigError("rewards head reads nothing: keep use_embedding or use_features")
         if self.head not in ("mlp", "linear"):
             raise ConfigError(f"rewards head {self.head!r} is unknown; choose 'mlp' or 'linear'")
         for name in ("hidden", "epochs", "batch_size", "max_steps", "fresh_inputs", "buffer_size"):
@@ -69,15 +75,17 @@ FEATURE_CLIP = 5.0  # standardized features are clipped: outliers cannot dominat
 class ComponentHead(nn.Module):
     """Standardizes the features, then scores with a linear layer or a one-hidden-layer MLP."""
 
-    def __init__(self, emb_dim: int, n_features: int, kind: str, hidden: int) -> None:
+    def __init__(self, emb_dim: int, n_features: int, kind: str, hidden: int,
+                 use_embedding: bool = True) -> None:
         super().__init__()
         self.emb_dim = emb_dim
+        self.use_embedding = use_embedding
         self.n_features = n_features
         self.kind = kind
         self.hidden = hidden
         self.register_buffer("feat_mean", torch.zeros(n_features))
         self.register_buffer("feat_std", torch.ones(n_features))
-        in_dim = emb_dim + n_features
+        in_dim = (emb_dim if use_embedding else 0) + n_features
         if kind == "linear":
             self.net: nn.Module = nn.Linear(in_dim, 1)
         else:
@@ -92,10 +100,11 @@ class ComponentHead(nn.Module):
             self.feat_std.copy_(torch.where(std < 1e-3, torch.ones_like(std), std))
 
     def forward(self, emb: torch.Tensor, feats: torch.Tensor) -> torch.Tensor:
+        x = emb if self.use_embedding else emb[..., :0]
         if self.n_features:
             z = ((feats - self.feat_mean) / self.feat_std).clamp(-FEATURE_CLIP, FEATURE_CLIP)
-            emb = torch.cat([emb, z], dim=-1)
-        return self.net(emb).squeeze(-1)
+            x = torch.cat([x, z], dim=-1)
+        return self.net(x).squeeze(-1)
 
 
 @contextlib.contextmanager
@@ -113,7 +122,8 @@ def single_thread() -> Iterator[None]:
 def make_head(emb_dim: int, n_features: int, config: TrainConfig, seed: int) -> ComponentHead:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return ComponentHead(emb_dim, n_features, config.head, config.hidden)
+        return ComponentHead(emb_dim, n_features, config.head, config.hidden,
+                             config.use_embedding)
 
 
 @single_thread()
