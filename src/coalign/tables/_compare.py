@@ -187,11 +187,12 @@ def reinforce(lookup: Lookup, split: Split, budget: float, seed: int, *, batch_s
     """Global-reward REINFORCE over the slots (``optimize.reinforce_search`` on lookups): one
     sampled config per minibatch of train questions, then the policy's mode and the start
     config validated with what is left of the budget."""
-    from coalign.optimize._choice import softmax
-    from coalign.optimize._reinforce import RunningBaseline
+    from coalign.optimize._reinforce import RunningBaseline, _Categorical
 
     rng = random.Random(f"reinforce:{seed}")
-    logits = [np.zeros(n) for n in lookup.sizes]
+    # the live baseline's softmax policy per slot, over candidate indices
+    policy = [_Categorical("", slot, list(range(n)), np.zeros(n))
+              for slot, n in zip(lookup.slots, lookup.sizes, strict=True)]
     baseline = RunningBaseline()
     ev = _Evaluator(lookup, split, "reinforce (global reward)")
     n = min(batch_size, len(split.train))
@@ -200,16 +201,13 @@ def reinforce(lookup: Lookup, split: Split, budget: float, seed: int, *, batch_s
         if len(queue) < n:
             queue += rng.sample(split.train, len(split.train))
         batch, queue = queue[:n], queue[n:]
-        probs = [np.asarray(softmax(list(lg))) for lg in logits]
-        picks = [rng.choices(range(len(p)), weights=list(p))[0] for p in probs]
+        picks = [cat.sample(rng) for cat in policy]
         ev.spent += n
         reward = lookup.score(lookup.config(picks), batch)
         advantage = float(baseline.advantages([reward])[0])
-        for lg, p, i in zip(logits, probs, picks, strict=True):
-            grad = -p
-            grad[i] += 1.0
-            lg += lr * advantage * grad
-    mode = lookup.config([int(np.argmax(lg)) for lg in logits])
+        for cat, i in zip(policy, picks, strict=True):
+            cat.update(i, advantage, lr)
+    mode = lookup.config([int(np.argmax(cat.logits)) for cat in policy])
     for config in (mode, 0):
         if ev.affordable(budget, config):
             ev(config)

@@ -72,7 +72,8 @@ def compare(lookup: Lookup, *, sizes: Sequence[int], seeds: Sequence[int],
             budgets: Sequence[float], methods: Mapping[str, tuple[Method, bool]] = METHODS,
             ) -> Comparison:
     out = Comparison([float(b) for b in budgets], list(seeds),
-                     (int(sizes[0]), int(sizes[1]), int(sizes[2])))
+                     (int(sizes[0]), int(sizes[1]), int(sizes[2])),
+                     exhaustive_cost=float(lookup.n_configs * sizes[1]))
     for name in [*methods, *REFERENCES]:
         out.scores[name] = {b: [] for b in out.budgets}
     for seed in seeds:
@@ -88,7 +89,6 @@ def compare(lookup: Lookup, *, sizes: Sequence[int], seeds: Sequence[int],
                 out.scores[name][b].append(lookup.score(picked or 0, split.test))
         val_means = lookup.scores[:, list(split.val)].mean(axis=1)
         test_means = lookup.scores[:, list(split.test)].mean(axis=1)
-        out.exhaustive_cost = float(lookup.n_configs * len(split.val))
         ceiling = {START: out.start[-1], EXHAUSTIVE: float(test_means[int(np.argmax(val_means))]),
                    CEILINGS[0]: float(test_means.max()),
                    CEILINGS[1]: float(lookup.scores[:, list(split.test)].max(axis=0).mean())}

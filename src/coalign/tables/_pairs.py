@@ -37,8 +37,8 @@ def table_pairs(table: Any, component: str, questions: Sequence[Example], *,
     configs = [c for c in space.configs(task)
                if all(i == 0 for k, i in config_indices(c.to_json(), space).items() if k in held)]
     runtime = Runtime(lms=table.lms(), max_workers=1, seed=0)
-    # group: (question, upstream values) -> [(output of the component, reward, value)]
-    groups: dict[tuple[str, str], list[tuple[dict[str, Any], float, str]]] = {}
+    # group: (question, upstream values) -> [(outputs, reward, own values, inputs)]
+    groups: dict[tuple[str, str], list[tuple[dict[str, Any], float, str, dict[str, Any]]]] = {}
     for config in configs:
         idx = config_indices(config.to_json(), space)
         upstream = canonical_json({k: i for k, i in idx.items() if k not in own})
