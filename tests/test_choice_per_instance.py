@@ -7,7 +7,7 @@ from coalign.data import Example
 from coalign.lm import CachedLM
 from coalign.optimize import LoopSettings, Optimizer
 from coalign.optimize._choice import (
-    POLICY,
+    SELECTOR,
     RewardSelector,
     cost_penalized,
     option_scores,
@@ -26,7 +26,7 @@ OPTIONS = ("cheap", "strong")
 
 def test_policy_when_the_local_reward_picks_differently_per_input():
     scores = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.5]])
-    assert per_instance_proposal(scores, OPTIONS, "cheap", False, random.Random(0)) == POLICY
+    assert per_instance_proposal(scores, OPTIONS, "cheap", False, random.Random(0)) == SELECTOR
 
 
 def test_best_global_option_once_the_policy_was_rejected():
@@ -102,7 +102,7 @@ def test_cost_penalty_can_turn_the_pick_to_the_cheap_option():
     assert np.allclose(cheap_enough, [[0.2, 0.0], [0.1, 0.4]])
     # the first input now prefers cheap, the second still strong: a per-input policy
     assert per_instance_proposal(cheap_enough, OPTIONS, "cheap", False,
-                                 random.Random(0)) == POLICY
+                                 random.Random(0)) == SELECTOR
     selector = RewardSelector(TableReward({"a": {"cheap": 0.2, "strong": 0.5}}), costs, 0.5)
     assert selector.select("gen", "model", {"q": "a"}, OPTIONS, "cheap") == "cheap"
     assert RewardSelector(selector.reward).select("gen", "model", {"q": "a"}, OPTIONS,

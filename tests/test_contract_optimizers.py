@@ -11,7 +11,7 @@ import pytest
 
 from coalign.component import FunctionComponent, LLMComponent
 from coalign.costs import CostAccount
-from coalign.optimize import LocalContext, LoopSettings
+from coalign.optimize import LocalView, LoopSettings
 from coalign.optimize._kinds import KINDS
 from coalign.params import Choice
 from coalign.rewards import BaseRewardModel
@@ -41,13 +41,10 @@ class ByField(BaseRewardModel):
 
 
 def _context(task, component, param, reward, runtime, search):
-    kind = ALL[task.system.component(component).params[param].kind]
-
-    def make(seed, *, rejected=frozenset(), empty=False):
-        return LocalContext(task, component, param, task.system.default_config(),
-                            [] if empty else list(search), reward, runtime, random.Random(seed),
-                            CostAccount([c.name for c in task.system.components]),
-                            rejected=rejected, same_outputs_rejected=kind.same_outputs_rejected)
+    def make(seed, *, empty=False):
+        return LocalView(task, component, param, task.system.default_config(),
+                         [] if empty else list(search), reward, runtime, random.Random(seed),
+                         CostAccount([c.name for c in task.system.components]))
     return make
 
 
@@ -71,11 +68,8 @@ def choice_context():
 def weights_context():
     search = strip(rerank_inputs(8, seed=1))
 
-    def make(seed, *, rejected=frozenset(), empty=False):
-        ctx = rerank_context([] if empty else search, seed)
-        return LocalContext(*[getattr(ctx, f) for f in (
-            "task", "component", "param", "config", "search", "reward", "runtime", "rng",
-            "account")], rejected=rejected)  # the reranker toy, with the case's rejections
+    def make(seed, *, empty=False):
+        return rerank_context([] if empty else search, seed)  # the reranker toy
     return make
 
 
@@ -89,7 +83,7 @@ CONTEXTS = {"text": text_context(), "choice": choice_context(), "weights": weigh
 # component runs per search input each may spend, from its settings
 MAX_RUNS = {"text/opro": 1 + SETTINGS.text_candidates * SETTINGS.text_steps,
             "text/pareto": 1 + 3 * SETTINGS.text_candidates,
-            "choice/exp": 2 * 3,  # each option, as proposed and with its siblings reset
+            "choice/exp": 3,  # each option once (coupled variants are the loop's)
             "weights/reinforce": 15 * 4 + 2, "weights/ppo": 15 * 4 + 2,  # draws + 2 scorings
             "dial/nudge": 3}
 GAPS: dict[str, dict[str, str]] = {}  # optimizer -> contract test -> why it fails (strict xfail)

@@ -6,15 +6,8 @@ from coalign.component import LLMComponent
 from coalign.data import Example
 from coalign.lm import CachedLM
 from coalign.optimize import LoopSettings, Optimizer
-from coalign.optimize._coupled import (
-    Variant,
-    best_variant,
-    exhausted,
-    open_variants,
-    tuned_siblings,
-    variant_key,
-    variants,
-)
+from coalign.optimize._coupled import Variant, best_variant, tuned_siblings, variants
+from coalign.optimize._outcome import Tried, tried
 from coalign.params import Choice, TextValue
 from coalign.rewards import HashingBackbone, LocalRewardModel
 from coalign.runtime import Runtime
@@ -50,16 +43,10 @@ def test_variants_put_the_siblings_back_and_keys_tell_them_apart():
     assert fresh.reset == ("prompt",) and fresh.config["gen"]["model"] == "strong"
     assert fresh.config["gen"]["prompt"] == start["gen"]["prompt"]
     assert variants(proposed, start, "gen", ()) == [Variant(proposed)]
-    assert variant_key("strong") == '"strong"'
-    assert variant_key("strong", ["prompt"]) == '"strong"|reset:prompt'
-    # a rejected plain switch leaves the reset one open, and the option is not exhausted yet
-    rejected = {variant_key("strong")}
-    assert open_variants("strong", [plain, fresh], rejected) == [fresh]
-    assert exhausted(["cheap", "strong"], ("prompt",), rejected) == frozenset()
-    rejected.add(variant_key("strong", ("prompt",)))
-    assert open_variants("strong", [plain, fresh], rejected) == []
-    assert exhausted(["cheap", "strong"], ("prompt",), rejected) == {'"strong"'}
-    assert exhausted(["cheap", "strong"], (), {variant_key("cheap")}) == {'"cheap"'}
+    # the rejection memory tells the variants apart by the params they reset
+    assert tried("gen", "model", "strong") == Tried("gen", "model", '"strong"', ())
+    assert tried("gen", "model", "strong", ["prompt"]) == Tried("gen", "model", '"strong"',
+                                                                ("prompt",))
 
 
 def test_best_variant_by_local_reward_a_tie_keeps_the_tuned_values():
@@ -107,7 +94,7 @@ def run_model_steps(tmp_path, answers: dict[str, float], wanted: int,
     assert opt.val_score == 0.5
     steps = []
     for t in range(30):
-        rec = opt._iteration(t)
+        rec = opt.iteration(t)
         if rec.param == "model":
             steps.append(rec)
         if len(steps) == wanted:
@@ -143,7 +130,7 @@ def test_rejections_of_variants_survive_a_resume(tmp_path):
     again = Optimizer(opt.task, opt.train, opt.val, opt.runtime, opt.store, opt.reward,
                       opt.s)
     again.prepare()
-    assert again._rejected[("gen", "model")] == {variant_key("strong")}
+    assert {r for r in again.rejected if r.param == "model"} == {tried("gen", "model", "strong")}
     assert again.history_so_far()[-1].reset == ()
 
 
@@ -158,55 +145,50 @@ def test_a_global_choice_scores_an_option_by_its_better_variant(tmp_path):
     assert opt.val_score == 1.0
 
 
-class Ctx:
-    """What ``ExpChoiceOptimizer`` reads of a local context; rewards by (option, fresh)."""
+def expand_model(tmp_path, table, rejected=frozenset(), tuned=True):
+    """The loop's expansion of the global ``model`` choice, with the local reward of each
+    (option, reset?) variant read from ``table``; returns it and the variants asked for."""
+    from coalign.optimize._base import LocalView
+    from coalign.optimize._step import Position, expand
 
-    def __init__(self, table, starting, rejected=()):
-        self.table, self.starting, self.current, self.history = table, starting, "cheap", []
-        self.rejected = set(rejected)  # (option, fresh) variants the gate turned down
-        self.task, self.component, self.param = Task(system("global"), None, "m"), "gen", "model"
-        self.rng, self.asked = __import__("random").Random(0), []
+    task = Task(system("global"), lambda pred, ex: 0.0, "acc")
+    opt = Optimizer(task, [Example("t", {"q": "t"}, None)], [Example("v", {"q": "v"}, None)],
+                    Runtime(), RunStore(tmp_path), LocalRewardModel(HashingBackbone(8), {}),
+                    LoopSettings(tau=0.05))
+    config = opt.config.with_value("gen", "prompt", TUNED) if tuned else opt.config
+    asked = []
 
-    def mean_reward(self, option, fresh=False):
-        self.asked.append((option, fresh))
-        return self.table[option, fresh]
+    def mean_reward(view, option):
+        fresh = view.config["gen"]["prompt"] != TUNED and tuned
+        asked.append((option, fresh))
+        return table[option, fresh]
 
-    def was_rejected(self, option):
-        return False
+    original, LocalView.mean_reward = LocalView.mean_reward, mean_reward
+    try:
+        at = Position(config, {}, {}, frozenset(rejected), None)
+        out = expand(opt._env(), at, "gen", "model", opt.s.kinds["choice"], [{"q": "x"}],
+                     __import__("random").Random(0))
+    finally:
+        LocalView.mean_reward = original
+    opt.store.close()
+    return out, asked
 
-    def variant_open(self, option, fresh):
-        return (option, fresh) not in self.rejected
 
-
-def test_choice_optimizer_asks_for_fresh_variants_only_of_other_options():
-    from coalign.optimize._choice import ExpChoiceOptimizer
-
+def test_fresh_variants_are_scored_only_for_the_other_options(tmp_path):
     table = {("cheap", False): 0.5, ("strong", False): 0.0, ("strong", True): 1.0}
-    ctx = Ctx(table, starting=object())
-    ExpChoiceOptimizer(tau=0.05).propose(ctx)
-    assert sorted(ctx.asked) == [("cheap", False), ("strong", False), ("strong", True)]
-    assert dict(ctx.history) == {"cheap": 0.5, "strong": 1.0}
-    plain = Ctx(table, starting=None)  # no tuned siblings: plain scores only
-    assert ExpChoiceOptimizer(tau=0.05).propose(plain) == "cheap"
-    assert ("strong", True) not in plain.asked
+    (proposal, candidates, scored), asked = expand_model(tmp_path / "a", table)
+    assert set(asked) == {("cheap", False), ("strong", False), ("strong", True)}
+    assert dict(candidates) == {"cheap": 0.5, "strong": 1.0}  # strong by its better variant
+    assert proposal.value == "strong" and proposal.reset == ("prompt",)
+    assert [(r, x) for r, x in scored] == [((), 0.0), (("prompt",), 1.0)]
+    # no tuned siblings: plain scores only, and the cheap model keeps its place
+    out, plain = expand_model(tmp_path / "b", table, tuned=False)
+    assert out.state.value == "no_change" and ("strong", True) not in plain
 
 
-def test_a_rejected_variant_no_longer_speaks_for_its_option():
-    from coalign.optimize._choice import ExpChoiceOptimizer
-
+def test_a_rejected_variant_no_longer_speaks_for_its_option(tmp_path):
     table = {("cheap", False): 0.5, ("strong", False): 1.0, ("strong", True): 0.2}
-    ctx = Ctx(table, starting=object(), rejected={("strong", False)})
-    ExpChoiceOptimizer(tau=0.05).propose(ctx)
-    assert dict(ctx.history) == {"cheap": 0.5, "strong": 0.2}  # the open, reset variant's
-
-
-def test_the_loop_tells_the_choice_optimizer_which_variants_were_rejected():
-    from coalign.optimize import LocalContext
-    from coalign.optimize._coupled import variant_key
-
-    task = Task(system("global"), None, "m")
-    ctx = LocalContext(task, "gen", "model", task.system.default_config(), [], None, None,
-                       None, None, rejected_variants=frozenset({variant_key("strong")}),
-                       reset_names=("prompt",))
-    assert not ctx.variant_open("strong", False) and ctx.variant_open("strong", True)
-    assert ctx.variant_open("cheap", False)
+    out, _ = expand_model(tmp_path, table, rejected={tried("gen", "model", "strong")})
+    # the open, reset variant's reward: the cheap model now looks better and is kept
+    assert dict(out.candidates) == {"cheap": 0.5, "strong": 0.2}
+    assert out.state.value == "no_change"

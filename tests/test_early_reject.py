@@ -66,4 +66,5 @@ def test_a_clearly_worse_candidate_is_validated_on_a_prefix_only(tmp_path):
 
     resumed = optimizer(tmp_path, iterations=4)
     resumed.prepare()
-    assert resumed._rejected[("pick", "level")]  # early rejections are rejections on resume
+    # early rejections are rejections on resume
+    assert {(r.component, r.param) for r in resumed.rejected} == {("pick", "level")}

@@ -9,7 +9,7 @@ from coalign.component import FunctionComponent
 from coalign.data import Example
 from coalign.errors import ConfigError
 from coalign.job import Job, parse_run_config
-from coalign.optimize import BaseLocalOptimizer, LoopSettings, Optimizer
+from coalign.optimize import BaseLocalOptimizer, LoopSettings, Optimizer, Scored
 from coalign.optimize._baselines import grid_search, random_search
 from coalign.optimize._kinds import KINDS, ParamKind
 from coalign.optimize._local import local_optimizers, optimizer_names
@@ -41,15 +41,13 @@ class Dial(Param):
 
 
 class NudgeOptimizer(BaseLocalOptimizer):
-    """Its optimizer: one step up or down, whichever the local reward ranks highest."""
+    """Its optimizer: ranks the current value and one step up or down by local reward (the loop
+    proposes the best one the gate has not rejected, if it beats the current value)."""
 
-    def propose(self, ctx):
-        spec = ctx.task.system.component(ctx.component).params[ctx.param]
-        near = [v for v in (ctx.current - 1, ctx.current + 1)
-                if spec.lo <= v <= spec.hi and not ctx.was_rejected(v)]
-        scored = [(v, ctx.mean_reward(v)) for v in (ctx.current, *near)]
-        ctx.history.extend(scored)
-        return max(scored, key=lambda vr: vr[1])[0]  # a tie keeps the current value
+    def propose(self, view):
+        spec = view.task.system.component(view.component).params[view.param]
+        near = [v for v in (view.current - 1, view.current + 1) if spec.lo <= v <= spec.hi]
+        return [Scored(v, view.mean_reward(v)) for v in (view.current, *near)]
 
 
 # the one registry entry: its optimizer, and every value compared in rollouts

@@ -7,7 +7,7 @@ import pytest
 
 from coalign.errors import ConfigError
 from coalign.job import Job, parse_run_config
-from coalign.optimize import BaseLocalOptimizer, LocalContext
+from coalign.optimize import BaseLocalOptimizer, LocalView
 from tests.selector_toy import examples, flip, selector_loop
 
 
@@ -78,14 +78,18 @@ def test_an_unknown_weights_optimizer_names_the_field():
 
 def test_the_local_optimizer_protocol_has_no_hook_the_loop_never_calls(tmp_path):
     hooks = {n for n in vars(BaseLocalOptimizer) if not n.startswith("_")}
-    assert hooks == {"propose", "alternatives"}  # both are called by the loop
+    assert hooks == {"propose", "pick", "alternatives"}  # all called by the loop
 
     class Spy(BaseLocalOptimizer):
         calls: list[str] = []
 
-        def propose(self, ctx):
+        def propose(self, view):
             self.calls.append("propose")
-            return ctx.current
+            return [(view.current, 0.0)]
+
+        def pick(self, scored, open_, current, rng):
+            self.calls.append("pick")
+            return current
 
         def alternatives(self, current, rng, k):
             self.calls.append("alternatives")
@@ -97,20 +101,21 @@ def test_the_local_optimizer_protocol_has_no_hook_the_loop_never_calls(tmp_path)
     opt.s = dataclasses.replace(opt.s, text_alternatives=2)
     opt.optimizers["text"] = Spy()
     opt.run()
-    assert {"propose", "alternatives"} <= set(Spy.calls)
+    assert {"propose", "pick", "alternatives"} <= set(Spy.calls)
 
 
-def test_a_local_context_cannot_be_reassigned_only_records_what_it_scored(tmp_path):
+def test_a_local_view_is_read_only_and_the_optimizer_returns_what_it_scored(tmp_path):
     from tests.test_optimize_loop import make_optimizer, writer_lm
 
     opt = make_optimizer(tmp_path, writer_lm(), iterations=0)
     opt.prepare()
-    ctx = LocalContext(opt.task, "pick", "level", opt.config, [{"q": "a"}], opt.reward,
-                       opt.runtime, __import__("random").Random(0), opt.account)
+    view = LocalView(opt.task, "pick", "level", opt.config, [{"q": "a"}], opt.reward,
+                     opt.runtime, __import__("random").Random(0), opt.account)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        ctx.config = opt.config  # type: ignore[misc]
-    opt.optimizers["choice"].propose(ctx)
-    assert sorted(v for v, _ in ctx.history) == [1, 2, 3]  # the scored candidates, recorded
+        view.config = opt.config  # type: ignore[misc]
+    scored = opt.optimizers["choice"].propose(view)
+    assert sorted(v for v, _ in scored) == [1, 2, 3]  # every option, with its local reward
+    assert all(r == view.mean_reward(v) for v, r in scored)
 
 
 def test_a_ledger_selector_without_its_frozen_reward_is_refused_on_resume(tmp_path):

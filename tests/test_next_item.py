@@ -12,12 +12,13 @@ from coalign.costs import CostAccount
 from coalign.data import DataError, load_amazon_sessions
 from coalign.errors import ConfigError
 from coalign.lm import LlamaCpp
-from coalign.optimize import LocalContext, ReinforceWeightsOptimizer, WeightsValue
+from coalign.optimize import LocalView, ReinforceWeightsOptimizer, WeightsValue
 from coalign.rewards import BaseRewardModel, HashingBackbone
 from coalign.runtime import Runtime, Sampling
 from coalign.system import System
 from coalign.systems import SYSTEMS, next_item
 from coalign.task import Task
+from coalign.testing.pytest_optimizers import choose
 
 # --- data -------------------------------------------------------------------------------------
 
@@ -158,10 +159,10 @@ def test_weights_optimizer_learns_to_overrule_a_bad_pick():
     for _ in range(8):
         wrong = rng.choice([1, 3, 4])  # the profiler names a wrong candidate
         search.append(inputs(f"[{wrong}] because"))
-    ctx = LocalContext(Task(system, lambda p, e: 0.0), "decider", "scorer",
+    ctx = LocalView(Task(system, lambda p, e: 0.0), "decider", "scorer",
                        system.default_config(), search, SimilarToSession(), Runtime(),
                        random.Random(0), CostAccount(["decider"]))
-    new = ReinforceWeightsOptimizer(epochs=15, samples=4, seed=0).propose(ctx)
+    new = choose(ReinforceWeightsOptimizer(epochs=15, samples=4, seed=0), ctx)
     assert ctx.mean_reward(WeightsValue(ctx.current)) == 0.0
     assert isinstance(new, WeightsValue) and ctx.mean_reward(new) >= 0.75
 

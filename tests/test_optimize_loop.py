@@ -228,7 +228,7 @@ def test_a_rejected_value_is_never_validated_again_under_the_same_config(tmp_pat
     validated = [(r["component"], r["param"], repr(r["value"])) for _, _, r in
                  resumed.store.steps() if r["reason"] == "validation did not improve"]
     assert validated and len(validated) == len(set(validated))
-    assert resumed._rejected  # rebuilt on resume, then extended
+    assert resumed.rejected  # rebuilt on resume, then extended
     again = [r for _, _, r in resumed.store.steps()
              if r["reason"] == "already rejected under this config"]
     assert all(r["val_after"] is None for r in again)
@@ -236,12 +236,13 @@ def test_a_rejected_value_is_never_validated_again_under_the_same_config(tmp_pat
 
 def test_search_sample_and_fresh_inputs_move_through_the_train_split(tmp_path):
     from coalign.optimize._settings import window
+    from coalign.optimize._step import Position, fresh_batch, search_inputs
 
     assert [window("abcde", t, 2) for t in range(3)] == [["a", "b"], ["c", "d"], ["e", "a"]]
     assert window("abc", 1, 5) == ["a", "b", "c"] and window("", 4, 3) == []
     opt = make_optimizer(tmp_path, writer_lm())  # 6 train inputs, search samples of 3
-    rt = opt.runtime_for({})
-    seen = [[x["q"] for x in opt._search_inputs("writer", rt, t)] for t in range(3)]
+    at = Position(opt.config, {}, {}, frozenset(), opt.reward)
+    seen = [[x["q"] for x in search_inputs(opt._env(), at, "writer", t)] for t in range(3)]
     assert seen == [["train 0", "train 1", "train 2"], ["train 3", "train 4", "train 5"],
                     ["train 0", "train 1", "train 2"]]
-    assert [e.id for e in opt._fresh_batch(1)] == ["t2", "t3"]
+    assert [e.id for e in fresh_batch(opt._env(), 1)] == ["t2", "t3"]

@@ -129,7 +129,7 @@ def test_browser_renders_rows_and_runs_no_injected_script(tmp_path) -> None:
     # Shown to the reader as text, not parsed as markup (the run config is shown as JSON).
     for raw in (INJECT, DEMO["question"], ANSWER_INJECT, json.dumps(PWN + PWN_IMG)):
         assert raw in text
-    assert tags.count("svg") == 1 and tags.count("circle") == 3
+    assert tags.count("svg") == 3  # the anytime curve, the cost and the alignment bars
 
 
 @pytest.mark.browser

@@ -11,7 +11,17 @@ from coalign.costs import CostAccount
 from coalign.report._data import config_key, curve, step_rows, summarize_value
 from coalign.store import RunStore
 from coalign.trace import Step, Trace
-from tests.test_report_support import CANDIDATE_INJECT, DEMO, INJECT, make_system, populate
+from tests.test_report_support import (
+    CANDIDATE_INJECT,
+    DEMO,
+    INJECT,
+    METRIC_INJECT,
+    OPTION_INJECT,
+    TEST_SIZE,
+    make_system,
+    populate,
+    populate_charts,
+)
 
 
 @pytest.fixture
@@ -159,7 +169,7 @@ def test_an_early_stopped_validation_says_on_how_many_inputs() -> None:
 def test_a_ledger_recorded_before_cache_hits_shows_none(data) -> None:
     import dataclasses
 
-    from coalign.report._data import cost_rows
+    from coalign.report._costs import cost_rows
 
     rows = cost_rows({"lrf_train": 120.0}, {"lrf_train": 360})
     assert rows[0].cache_hits is None
@@ -197,3 +207,74 @@ def test_report_reads_a_bounded_sample_of_traces(tmp_path) -> None:
     assert all(ids == ["ex0", "ex1", "ex2"] for k, ids in by_config.items() if k != "cfg-late")
     assert by_config["cfg-late"] == ["other"]  # validated on none of them: its own first
     assert len(sample) == 91
+
+
+def _charts(tmp_path):
+    populate_charts(tmp_path)
+    with RunStore(tmp_path, readonly=True) as store:
+        return report.build_report_data(store)
+
+
+def test_anytime_points_carry_runs_spent_and_the_current_test_metric(tmp_path) -> None:
+    d = _charts(tmp_path)
+    assert d.metric == METRIC_INJECT
+    # x: stage 1's account before step 0, then each step's ledger total
+    assert [p.runs for p in d.curve] == [120.0, 172.0, 188.0, 232.0, 240.0]
+    # the unoptimized system's test (result), then each accepted config's, held when rejected
+    assert [p.test for p in d.curve] == [0.25, 0.5625, 0.5625, 0.75, 0.75]
+
+
+def test_each_accepted_step_has_its_test_before_and_after(tmp_path) -> None:
+    d = _charts(tmp_path)
+    assert [(s.step, s.component, s.test_before, s.test_after) for s in d.step_tests] == [
+        (0, "answer", 0.25, 0.5625), (2, "route", 0.5625, 0.75)]
+    assert (d.step_tests[0].val_before, d.step_tests[0].val_after) == (0.40, 0.50)
+
+
+def test_test_scores_are_matched_by_stored_config_not_by_system_name(tmp_path) -> None:
+    # a factory system ("module:function") names its System otherwise: the digest cannot be
+    # recomputed from the run config's name, but the configs evaluated on test are stored
+    populate_charts(tmp_path)
+    with RunStore(tmp_path, create=False) as store:
+        store.set_meta("system", "my_pkg.systems:build")
+        d = report.build_report_data(store)
+    assert [s.step for s in d.step_tests] == [0, 2] and len(d.routing) == 3
+    assert [g.label for g in d.examples][1:] == ["after step 0 (accepted)",
+                                                 "after step 2 (accepted)"]
+
+
+def test_a_partial_test_evaluation_is_no_score(tmp_path) -> None:
+    populate_charts(tmp_path)
+    with RunStore(tmp_path, create=False) as store:  # one more test example than was scored
+        store.set_meta("result", {**store.get_meta("result"), "test_size": TEST_SIZE + 1})
+        d = report.build_report_data(store)
+    assert d.step_tests == () and [p.test for p in d.curve] == [0.25, None, None, None, None]
+
+
+def test_routing_shares_quality_and_cost_per_option(tmp_path) -> None:
+    d = _charts(tmp_path)
+    rows = [(r.slot, r.option, r.inputs, r.share, r.tokens, r.seconds) for r in d.routing]
+    assert rows == [("route.model", "qwen", 2, 0.5, 100.0, 1.2),
+                    ("route.model", OPTION_INJECT, 1, 0.25, 40.0, 0.3),
+                    ("route.model", "smollm", 1, 0.25, 40.0, 0.3)]
+    assert all(r.quality == 0.75 for r in d.routing)
+    assert d.routing_source == "the final system on the test split"
+
+
+def test_routing_falls_back_to_validation_traces_and_skips_cache_hits() -> None:
+    from coalign.report._routing import routing_rows
+
+    traces = [Trace(f"e{i}", "k", {}, [Step("a", 0, {}, {}, choices={"m": m})], reward=r)
+              for i, (m, r) in enumerate([("x", 1.0), ("y", 0.0), ("x", 0.5)])]
+    traces[0].steps[0].usage.calls, traces[0].steps[0].usage.prompt_tokens = 1, 50
+    traces[2].steps[0].usage.cache_hits = 1  # answered by the cache: no tokens to average
+    x, y = routing_rows(traces)
+    assert (x.option, x.inputs, x.quality, x.tokens) == ("x", 2, 0.75, 50.0)
+    assert (y.option, y.share, y.tokens) == ("y", 1 / 3, None)
+
+
+def test_cost_phases_split_by_component(tmp_path) -> None:
+    d = _charts(tmp_path)
+    split = {c.phase: c.components for c in d.costs}
+    assert split["lrf_train"] == (("answer", 90.0), ("route", 30.0))
+    assert all(sum(r for _, r in c.components) == pytest.approx(c.runs) for c in d.costs)

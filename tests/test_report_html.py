@@ -46,10 +46,16 @@ def test_page_is_self_contained(page) -> None:
 
 
 def test_page_holds_every_section_and_row(page) -> None:
-    for heading in ("Validation score over iterations", "Step ledger", "Cost ledger",
-                    "Local reward alignment", "Final configuration",
-                    "Example answers on validation"):
+    for heading in ("Anytime curve: f1 against cost",
+                    "Test f1 before and after each accepted step", "Step ledger", "Cost ledger",
+                    "Local reward alignment", "Per-instance choices: where the inputs went",
+                    "Final configuration", "Example answers on validation"):
         assert f"<h2>{heading}</h2>" in page
+    # drawn from what the store holds; the rest is a one-line note saying why it is not
+    for chart in ("anytime", "costs", "alignment"):
+        assert f'<figure class="chart" id="chart-{chart}"><svg' in page
+    for chart in ("step-tests", "routing"):
+        assert f'<p class="muted absent" id="no-chart-{chart}">Not drawn: ' in page
     assert page.count('<tr class="accepted"') == 2 and page.count('<tr class="rejected"') == 2
     assert page.count('<tr class="phase">') == 4
     assert re.search(r'<tr class="total"><td>total</td><td class="num">323\.33</td>'
@@ -70,13 +76,32 @@ def test_missing_parts_are_stated_on_the_page(tmp_path) -> None:
 def test_chart_marks_accepted_and_rejected_points() -> None:
     svg = render_chart([CurvePoint(-1, 0.4, None, False), CurvePoint(0, 0.5, 0.5, True),
                         CurvePoint(1, 0.5, 0.45, False), CurvePoint(2, 0.5, None, False)])
-    assert svg.count('class="accepted"') == 1 and svg.count('class="rejected"') == 1
-    assert "<title>step 1: rejected, 0.4500</title>" in svg
-    points = re.search(r'<polyline class="current" points="([^"]+)"', svg).group(1).split()
+    assert svg.count("accepted, validation score") == 1
+    assert svg.count("rejected, validation score") == 1
+    assert "<title>step 1: rejected, validation score 0.4500</title>" in svg
+    assert "step (the cost of each step was not recorded)" in svg  # no runs: x is the step
+    assert ">test score" not in svg  # no test score stored: no test series
+    points = re.search(r'<polyline points="([^"]+)"', svg).group(1).split()
     assert len(points) == 1 + 2 * 3  # a step function: two corners per later point
     ys = [float(p.split(",")[1]) for p in points]
     assert ys[0] > ys[-1]  # the score went up, so the line ends higher (smaller y)
     assert render_chart([]) == ""
+
+
+def test_anytime_chart_puts_cost_on_x_and_test_where_stored() -> None:
+    points = [CurvePoint(-1, 0.4, None, False, 10.0, 0.3), CurvePoint(0, 0.5, 0.5, True, 14.0),
+              CurvePoint(1, 0.5, 0.45, False, 16.0), CurvePoint(2, 0.6, 0.6, True, 19.0, 0.35),
+              CurvePoint(3, 0.6, None, False, 20.0, 0.35)]
+    svg = render_chart(points, "f1")
+    assert "cost so far (equivalent full-system runs)" in svg
+    assert ">f1 (mean over the split)<" in svg
+    assert "<title>step 1, 16.0 runs spent: rejected, validation f1 0.4500</title>" in svg
+    # step 0's test score is not stored: the known ones are drawn as dots, not joined
+    assert svg.count(": test f1 ") == 2 and svg.count("<polyline") == 1
+    whole = [CurvePoint(p.step, p.score, p.candidate, p.accepted, p.runs, p.test or 0.32)
+             for p in points]
+    svg = render_chart(whole, "f1")
+    assert svg.count(": test f1 ") == 5 and svg.count("<polyline") == 2
 
 
 def test_flat_single_point_chart_renders() -> None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from coalign.component import FunctionComponent
+from coalign.config import SystemConfig
 from coalign.params import Choice, Text, TextValue
 from coalign.store import RunStore
 from coalign.system import System
-from coalign.trace import Step, Trace
+from coalign.trace import Step, Trace, Usage
 
 INJECT = '<script>alert(1)</script> say "quotes" & ampersands'
 DEMO = {"question": "<img src=x onerror=alert(2)>", "answer": "a & b"}
@@ -83,4 +84,67 @@ def populate(run_dir: Path, *, meta: bool = True, traces: bool = True) -> dict[s
                 for i in range(4):
                     text = ANSWER_INJECT if (name, i) == ("step2", 0) else f"{name}-answer-{i}"
                     store.put_trace("val", _trace(f"e{i}", key, text, 0.5))
+    return keys
+
+
+# HTML-special text in the names the charts draw: component, option and metric names.
+NAME_INJECT = '<b>re&rank</b> "q"'
+OPTION_INJECT = "<i>big</i> & 'fast'"
+METRIC_INJECT = "f1 <u>&</u>"
+TEST_SIZE = 4
+
+
+def _account(runs: dict[str, float]) -> dict:
+    """A cost account whose phases cost ``runs`` equivalent runs, split 3:1 between the two
+    components (each execution of one of two components is half a run)."""
+    return {"components": ["answer", "route"],
+            "executed": {ph: {"answer": round(r * 1.5), "route": round(r * 0.5)}
+                         for ph, r in runs.items()},
+            "usage": {ph: {"answer": {"calls": int(r)}} for ph, r in runs.items()}}
+
+
+def _routed(example_id: str, key: str, option: str, reward: float) -> Trace:
+    trace = _trace(example_id, key, f"routed to {option}", reward)
+    trace.steps[1].choices = {"model": option}
+    trace.steps[1].usage = Usage(calls=1, prompt_tokens=90 if option == "qwen" else 30,
+                                 completion_tokens=10)
+    trace.steps[1].latency_s = 1.2 if option == "qwen" else 0.3
+    return trace
+
+
+def populate_charts(run_dir: Path) -> dict[str, str]:
+    """``populate`` plus what every chart of the report draws from: a cost ledger and account
+    per step, a stage-1 account, whole test evaluations of the unoptimized system and of each
+    accepted step (``Job.steps_on_test``), per-instance choices in the final system's traces,
+    and HTML-special text in drawn names."""
+    keys = populate(run_dir)
+    phases = [{"lrf_train": 120.0},
+              {"lrf_train": 120.0, "validation": 32.0, "adapt": 20.0},
+              {"lrf_train": 120.0, "validation": 48.0, "adapt": 20.0},
+              {"lrf_train": 120.0, "validation": 64.0, "adapt": 40.0, NAME_INJECT: 8.0},
+              {"lrf_train": 120.0, "validation": 64.0, "adapt": 40.0, NAME_INJECT: 16.0}]
+    with RunStore(run_dir, create=False) as store:
+        for (t, state, rec), runs in zip(store.steps(), phases[1:], strict=True):
+            rec["ledger"] = {"runs": runs, "llm_calls": {p: int(r) for p, r in runs.items()},
+                             "cache_hits": {p: 1 for p in runs}}
+            rec["account"] = _account(runs)
+            store.put_step(t, state, rec)
+        store.set_meta("stage1_account", _account(phases[0]))
+        store.set_meta("result", {"before": 0.25, "after": 0.75, "metric": METRIC_INJECT,
+                                  "test_size": TEST_SIZE})
+        alignment = store.get_meta("lrf_alignment")
+        alignment[NAME_INJECT] = {"pairs": 7, "accuracy": 0.43, "inputs": 3,
+                                  "input_accuracy": 0.5}
+        store.set_meta("lrf_alignment", alignment)
+        suffix = keys["step2"][len(keys["step0"]):]
+        system = make_system()  # runner.evaluate saves each config it evaluates on test
+        c0 = system.default_config()
+        c1 = SystemConfig.from_json(system, store.steps()[0][2]["config"])
+        for config in (c0, c1):
+            store.save_config(config.digest, config.to_json())
+        for i in range(TEST_SIZE):
+            store.put_trace("test", _trace(f"t{i}", keys["initial"], "a", 0.25))
+            store.put_trace("test", _trace(f"t{i}", keys["step0"], "b", 0.5 + 0.25 * (i == 0)))
+            option = OPTION_INJECT if i == 0 else "qwen" if i < 3 else "smollm"
+            store.put_trace("test" + suffix, _routed(f"t{i}", keys["step0"], option, 0.75))
     return keys

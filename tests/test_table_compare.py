@@ -197,3 +197,30 @@ def test_table_pairs_have_exact_labels_under_the_start_downstream(tmp_path):
     assert len(extractor) == 2 * 2 and all(p.is_tie for p in extractor)
     with pytest.raises(ValueError, match="no tabled param"):
         table_pairs(table, "nothing", questions)
+
+
+def test_every_method_runs_two_seeds_on_the_committed_table_fixture():
+    """The whole comparison, coalign's loop included, on 8 real HotpotQA questions of the
+    committed table (``coalign.tables._subset``): every method and reference gets a score per
+    seed and budget, none of them above the best config on test."""
+    from pathlib import Path
+
+    from coalign.tables import Table
+    from coalign.tables._comparison import METHODS, REFERENCES, compare
+    from coalign.tables._loop_arm import coalign_method
+
+    fixture = Path(__file__).parent / "fixtures" / "tables" / "multihop_qa_8q"
+    table = Table(fixture)
+    rewards = table.rewards()
+    lookup = Lookup.of_table(rewards, table.space)
+    loop = coalign_method(fixture, rewards.questions, max_iterations=3, settings={
+        "backbone": "hashing", "budget": {"search_size": 2, "fresh_inputs": 2}})
+    methods = {"coalign": (loop, True), **METHODS}
+    result = compare(lookup, sizes=(2, 3, 3), seeds=[0, 1], budgets=[60, 600], methods=methods)
+    assert set(result.scores) == {*methods, *REFERENCES}
+    best = result.scores["best global config on test"][600]
+    for name in methods:
+        for budget in (60, 600):
+            got = result.scores[name][budget]
+            assert len(got) == 2
+            assert all(0.0 <= g <= b + 1e-12 for g, b in zip(got, best, strict=True))

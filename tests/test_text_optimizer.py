@@ -122,28 +122,28 @@ def test_a_text_value_behaving_like_a_rejected_one_counts_as_rejected(tmp_path):
     # writer_lm writes "good" iff the instruction mentions concision: any such rewording has the
     # rejected value's outputs on the search sample, so it is not worth another validation
     from coalign.costs import CostAccount
-    from coalign.lm import CachedLM
-    from coalign.optimize import LocalContext
+    from coalign.optimize import LocalView
     from coalign.optimize._kinds import KINDS
-    from coalign.pairs import canonical_json, to_jsonable
-    from coalign.runtime import Runtime
-    from tests.test_optimize_loop import toy_task, writer_lm
+    from coalign.optimize._outcome import tried
+    from coalign.optimize._step import Position, closed
+    from tests.test_optimize_loop import make_optimizer, writer_lm
 
-    task = toy_task()
+    opt = make_optimizer(tmp_path, writer_lm(), iterations=0)
     rejected = TextValue("Be concise.")
-    rt = Runtime(lms={"m": CachedLM(writer_lm(), tmp_path / "cache.sqlite")})
+    view = LocalView(opt.task, "writer", "prompt", opt.config, [{"q": f"q{i}"} for i in range(3)],
+                     None, opt.runtime, random.Random(0), CostAccount(["writer"]))
 
-    def ctx(rejections):
-        return LocalContext(task, "writer", "prompt", task.system.default_config(),
-                            [{"q": f"q{i}"} for i in range(3)], None, rt, random.Random(0),
-                            CostAccount(["writer"]), rejected=frozenset(rejections),
-                            same_outputs_rejected=KINDS["text"].same_outputs_rejected)
+    def is_closed(value, rejections):
+        at = Position(opt.config, {}, {}, frozenset(rejections), None)
+        return closed(opt._env(), at, view, KINDS["text"], value, [()])
 
-    seen = ctx({canonical_json(to_jsonable(rejected))})
-    assert seen.was_rejected(rejected)
-    assert seen.was_rejected(TextValue("Write concisely."))  # other words, same outputs
-    assert not seen.was_rejected(TextValue("Write at length."))  # different outputs
-    assert not ctx(set()).was_rejected(TextValue("Write concisely."))
+    seen = {tried("writer", "prompt", rejected)}
+    assert is_closed(rejected, seen)
+    assert is_closed(TextValue("Write concisely."), seen)  # other words, same outputs
+    assert not is_closed(TextValue("Write at length."), seen)  # different outputs
+    assert not is_closed(TextValue("Write concisely."), set())
+    # the rule is the text kind's: a choice with the same outputs is not closed by it
+    assert not KINDS["choice"].same_outputs_rejected
 
 
 def test_demos_with_distinct_outputs_are_the_next_candidate_after_the_best_ranked():

@@ -12,7 +12,7 @@ from coalign.costs import CostAccount
 from coalign.data import Example
 from coalign.errors import ConfigError
 from coalign.optimize import (
-    LocalContext,
+    LocalView,
     LoopSettings,
     Optimizer,
     ReinforceWeightsOptimizer,
@@ -24,6 +24,7 @@ from coalign.runtime import Runtime
 from coalign.store import RunStore
 from coalign.system import System
 from coalign.task import Task
+from coalign.testing.pytest_optimizers import choose
 from tests.test_reranker import answer_first, rerank_inputs, reranker
 
 
@@ -40,7 +41,7 @@ def strip(inputs):
 
 def context(search, seed=0):
     system = System("r", [reranker()], ["question", "candidates"], "passages")
-    return LocalContext(Task(system, lambda p, e: 0.0), "reranker", "scorer",
+    return LocalView(Task(system, lambda p, e: 0.0), "reranker", "scorer",
                         system.default_config(), search, AnswerFirstReward(), Runtime(),
                         random.Random(seed), CostAccount(["reranker"]))
 
@@ -53,7 +54,7 @@ def held_out_reward(ctx, value):
 def test_reinforce_raises_the_local_reward_of_default_weights():
     ctx = context(strip(rerank_inputs(8, seed=1)))
     opt = ReinforceWeightsOptimizer(epochs=12, samples=4, seed=0)
-    new = opt.propose(ctx)
+    new = choose(opt, ctx)
     assert isinstance(new, WeightsValue)
     before, after = ctx.mean_reward(WeightsValue(ctx.current)), ctx.mean_reward(new)
     assert before == 0.0  # the answer passage is never first in the incoming order
@@ -62,15 +63,15 @@ def test_reinforce_raises_the_local_reward_of_default_weights():
     assert opt.curve[-1] > opt.curve[0] + 0.5
     # every draw is one component execution, plus the greedy before/after comparison
     assert ctx.account.executed["local_search"]["reranker"] == 12 * 8 * 4 + 2 * 8
-    again = ReinforceWeightsOptimizer(epochs=12, samples=4, seed=0).propose(
-        context(strip(rerank_inputs(8, seed=1))))
+    again = choose(ReinforceWeightsOptimizer(epochs=12, samples=4, seed=0),
+                   context(strip(rerank_inputs(8, seed=1))))
     assert again.to_json() == new.to_json()  # seeded
 
 
 def test_ppo_clip_variant_also_learns():
     ctx = context(strip(rerank_inputs(8, seed=1)))
     opt = ReinforceWeightsOptimizer(epochs=6, ppo=True, ppo_epochs=4)
-    new = opt.propose(ctx)
+    new = choose(opt, ctx)
     assert ctx.mean_reward(new) >= 0.75
 
 
@@ -81,25 +82,25 @@ def test_no_gain_keeps_the_current_weights():
 
     ctx = context(strip(rerank_inputs(4)))
     ctx = dataclasses.replace(ctx, reward=Flat())
-    assert ReinforceWeightsOptimizer(epochs=2).propose(ctx) is ctx.current
+    assert choose(ReinforceWeightsOptimizer(epochs=2), ctx) is ctx.current
 
 
 def test_weights_need_a_policy_component():
     comp = FunctionComponent("f", lambda x, c, ctx: {"y": 0}, ["x"], ["y"],
                              params={"w": Weights(lambda: torch.nn.Linear(2, 1))})
     system = System("s", [comp], ["x"], "y")
-    ctx = LocalContext(Task(system, lambda p, e: 0.0), "f", "w", system.default_config(),
+    ctx = LocalView(Task(system, lambda p, e: 0.0), "f", "w", system.default_config(),
                        [{"x": 1}], AnswerFirstReward(), Runtime(), random.Random(0),
                        CostAccount(["f"]))
     with pytest.raises(ConfigError, match="PolicyComponent"):
-        ReinforceWeightsOptimizer().propose(ctx)
+        choose(ReinforceWeightsOptimizer(), ctx)
     with pytest.raises(ConfigError, match="samples"):
         ReinforceWeightsOptimizer(samples=1)
 
 
 def test_optimized_weights_round_trip_through_the_config_json():
     ctx = context(strip(rerank_inputs(8, seed=1)))
-    new = ReinforceWeightsOptimizer(epochs=8).propose(ctx)
+    new = choose(ReinforceWeightsOptimizer(epochs=8), ctx)
     system = ctx.task.system
     config = ctx.config.with_value("reranker", "scorer", new)
     text = json.dumps(config.to_json())

@@ -24,3 +24,7 @@ class DataError(CoalignError, ValueError):
 
 class StoreError(CoalignError):
     """A run store is missing, corrupt, or belongs to a different configuration."""
+
+
+class TrackingError(CoalignError):
+    """An experiment tracker (MLflow) refused a call or cannot be reached."""

@@ -16,6 +16,8 @@ proposer: qwen2.5-0.5b       # LM proposing instructions (omit to use edits and 
 components: [retriever, answer_generator]   # optional subset to optimize
 optimizers: {text: opro, weights: reinforce}  # optional: local optimizer per param kind
 endpoint: {timeout_s: 60, max_retries: 4, concurrency: 8}   # optional, for openai: models
+tracking: {mlflow: sqlite:///mlflow.db}   # optional: mirror the run into MLflow (docs/report.md)
+executor: {ray: auto}        # optional: model calls on Ray actors (docs/ray.md); default threads
 start:                       # optional starting values (default: the system's own)
   answer_generator: {prompt: "Answer the question using the facts."}
 ```
@@ -48,6 +50,7 @@ from coalign.config import SystemConfig, read_text_file
 from coalign.data import Example, split
 from coalign.data._files import DataFile
 from coalign.errors import ConfigError
+from coalign.executors import ExecutorSpec, make_executor
 from coalign.imports import check_metric, load_task
 from coalign.lm import EndpointSettings, redact_url
 from coalign.optimize import Gate, LoopSettings, Optimizer
@@ -61,6 +64,7 @@ from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load
 from coalign.store import RunStore
 from coalign.systems import models_of
 from coalign.task import Task
+from coalign.tracking import TrackingSpec
 
 
 class _Strict(BaseModel):
@@ -133,6 +137,12 @@ class RunConfig(_Strict):
     lm: str | None = None
     # how openai: models are called; not part of the digest: a resumed run may change them
     endpoint: EndpointSettings = EndpointSettings()
+    # where the run is mirrored (e.g. {mlflow: sqlite:///mlflow.db}); not part of the digest
+    # either: tracking can be added to, or moved for, a run dir that exists
+    tracking: TrackingSpec = TrackingSpec()
+    # where model calls run ({ray: ADDRESS}: Ray actors); not in the digest: a run may be
+    # resumed on another machine or cluster
+    executor: ExecutorSpec = ExecutorSpec()
 
     @field_validator("optimizers")
     @classmethod
@@ -147,14 +157,19 @@ class RunConfig(_Strict):
     @property
     def digest(self) -> str:
         # defaults left out: a setting added later (with its default) keeps old run dirs valid
-        dump = self.redacted().model_dump_json(exclude_defaults=True, exclude={"endpoint"})
+        dump = self.redacted().model_dump_json(exclude_defaults=True,
+                                                exclude={"endpoint", "tracking",
+                                                         "executor"})
         return hashlib.sha256(dump.encode()).hexdigest()
 
     def redacted(self) -> RunConfig:
         """This config without keys in model URLs (``http://user:key@host``): what a run dir
         stores. A run resumed from it reaches such an endpoint only with ``coalign optimize``."""
-        return self.model_copy(update={"model": redact_url(self.model), "proposer":
-                                       self.proposer and redact_url(self.proposer)})
+        mlflow = self.tracking.mlflow and redact_url(self.tracking.mlflow)
+        return self.model_copy(update={
+            "model": redact_url(self.model),
+            "proposer": self.proposer and redact_url(self.proposer),
+            "tracking": self.tracking.model_copy(update={"mlflow": mlflow})})
 
 
 def load_run_config(path: Path) -> RunConfig:
@@ -362,8 +377,11 @@ def _optimizer(cfg: RunConfig, task: Task, train: list[Example], val: list[Examp
         raise ConfigError(f"run dir {run_dir} was made for a {cfg.system!r} with other "
                           "params; use a new --run-dir")
     models = sorted(set(models_of(task)) | ({cfg.proposer} if cfg.proposer else set()))
+    executor = None if cfg.lm is not None else make_executor(cfg.executor, cfg.workers,
+                                                             cfg.endpoint)
     runtime, _ = build_runtime(models, run_dir / CACHE_NAME, max_workers=cfg.workers,
-                               seed=cfg.seed, lm=cfg.lm, endpoint=cfg.endpoint)
+                               seed=cfg.seed, lm=cfg.lm, endpoint=cfg.endpoint,
+                               executor=executor)
     reward = LocalRewardModel(make_backbone(cfg.backbone),
                               {c.name: c.description for c in task.system.components})
     settings = LoopSettings(**cfg.budget.model_dump(),  # every budget field, by name

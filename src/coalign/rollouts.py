@@ -109,20 +109,23 @@ def collect_pairs(task: Task, component: str, examples: Sequence[Example], confi
     pairs: list[PreferencePair] = []
     ties: list[PreferencePair] = []
     traces: list[Trace] = []
-    for example in examples:
+
+    def one(example: Example) -> tuple[list[PreferencePair], list[Trace]]:
+        found: list[PreferencePair] = []
+        ran: list[Trace] = []
         base = (base_traces or {}).get(example.id)
         if base is None:
             base = system.run(example.id, example.inputs, config, runtime)
-            traces.append(base)
+            ran.append(base)
         pools: dict[str | None, tuple[list[RolloutSpec], dict[str, Candidate]]] = {}
         x_k: dict[str, Any] = {}
         for sp in specs:
-            found, x_k, run_traces = _candidates(task, comp.name, downstream, example, base,
+            cands, x_k, run_traces = _candidates(task, comp.name, downstream, example, base,
                                                  config, runtime, sp)
-            traces.extend(run_traces)
+            ran.extend(run_traces)
             group, merged = pools.setdefault(sp.param if sp.choice_key else None, ([], {}))
             group.append(sp)
-            for key, cand in found.items():
+            for key, cand in cands.items():
                 merged.setdefault(key, Candidate(cand.output)).rewards.extend(cand.rewards)
         for group, merged in pools.values():
             n_drawn = sum(len(sp.alternatives) or sp.n for sp in group)
@@ -130,9 +133,16 @@ def collect_pairs(task: Task, component: str, examples: Sequence[Example], confi
             m = min(sp.m for sp in group)
             for a, b in itertools.combinations(merged.values(), 2):
                 label = label_for(a.reward, b.reward, threshold)
-                pair = PreferencePair(component, example.id, x_k, a.output, b.output, a.reward,
-                                      b.reward, label, n=n_drawn, m=m)
-                (ties if label == "tie" else pairs).append(pair)
+                found.append(PreferencePair(component, example.id, x_k, a.output, b.output,
+                                            a.reward, b.reward, label, n=n_drawn, m=m))
+        return found, ran
+
+    # inputs are independent: the runtime's executor runs them concurrently (threads, or with
+    # model calls on Ray actors); results are gathered here, in input order
+    for example, (found, ran) in zip(examples, runtime.map(one, examples), strict=True):
+        for pair in found:
+            (ties if pair.is_tie else pairs).append(pair)
+        traces.extend(ran)
         if on_example is not None:
             on_example(example)
     account.add_traces(tag, traces)

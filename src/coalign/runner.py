@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from coalign.data import (
 from coalign.data._files import DataFile, load_file
 from coalign.data._files import load_jsonl_examples as load_jsonl_examples  # its old home
 from coalign.errors import ConfigError
+from coalign.executors import BaseExecutor
 from coalign.lm import CachedLM, EndpointSettings, UsageMeter, make_lm
 from coalign.runtime import Runtime
 from coalign.store import RunStore
@@ -40,17 +40,19 @@ CACHE_NAME = "lm_cache.sqlite"
 def build_runtime(models: Sequence[str], cache_path: str | Path | None, *,
                   max_workers: int = 2, seed: int = 0,
                   lm: str | None = None, endpoint: EndpointSettings | None = None,
-                  ) -> tuple[Runtime, UsageMeter]:
+                  executor: BaseExecutor | None = None) -> tuple[Runtime, UsageMeter]:
     """A runtime whose model names map to cached local (or endpoint) LMs, plus its usage meter.
 
     ``models`` are short names (``qwen2.5-0.5b``) or full specs (``openai:gpt-4o-mini@URL``);
     ``endpoint`` sets the timeout, retries and concurrency of the endpoint ones.
     ``lm="replay:DIR"`` answers every model from the replay table in DIR instead (no LLM call,
-    no response cache: the table is the cache).
+    no response cache: the table is the cache). ``executor`` builds the live backends (Ray
+    actors, say) and fans items out; the response cache stays here, in front of them.
     """
     if lm is not None and lm.startswith(REPLAY):
         replay = replay_lms(lm, models)
         meter = UsageMeter()
+        # replay answers in microseconds from here: nothing to send to actors
         return Runtime(lms=replay, sink=meter, max_workers=max_workers, seed=seed), meter
     if lm is not None:
         raise ConfigError(f"lm {lm!r}: expected replay:DIR (a replay table directory); live "
@@ -58,10 +60,14 @@ def build_runtime(models: Sequence[str], cache_path: str | Path | None, *,
     lms = {}
     for name in models:
         spec = name if ":" in name else f"llamacpp:{name}"
-        inner = make_lm(spec, endpoint=endpoint)
+        inner = (executor.lm(spec, endpoint) if executor is not None
+                 else make_lm(spec, endpoint=endpoint))
         lms[name] = CachedLM(inner, cache_path) if cache_path is not None else inner
     meter = UsageMeter()
-    return Runtime(lms=lms, sink=meter, max_workers=max_workers, seed=seed), meter
+    if executor is not None:
+        max_workers = executor.workers
+    return Runtime(lms=lms, sink=meter, max_workers=max_workers, seed=seed,
+                   executor=executor), meter
 
 
 REPLAY = "replay:"
@@ -163,10 +169,8 @@ def evaluate(task: Task, examples: Sequence[Example], config: SystemConfig, runt
             on_done(trace)
         return trace
 
-    workers = max(1, min(runtime.max_workers, len(todo)))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for trace in pool.map(one, todo):
-            done[trace.example_id] = trace
+    for trace in runtime.map(one, todo):
+        done[trace.example_id] = trace
     fresh = [done[e.id] for e in todo]
     account.add_traces(tag, fresh)
     traces = [done[e.id] for e in examples]

@@ -7,14 +7,18 @@ LMs, records the step's usage, and resolves per-instance parameters through a ``
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from coalign.errors import ConfigError
+from coalign.executors import BaseExecutor, ThreadExecutor
 from coalign.lm._base import LM, LMError, LMRequest, LMResponse
 from coalign.lm._http import redact_url
 from coalign.trace import Usage
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 class Selector(Protocol):
@@ -36,7 +40,8 @@ class Runtime:
 
     ``lms`` maps the model names used in configurations (``"qwen2.5-0.5b"``) to backends;
     ``sample_temperature``/``sample_index`` are set by Monte-Carlo rollouts so that a component's
-    LLM calls sample instead of decoding greedily.
+    LLM calls sample instead of decoding greedily. ``executor`` fans items out (``map``); without
+    one, ``max_workers`` threads do.
     """
 
     lms: Mapping[str, LM] = field(default_factory=dict)
@@ -44,6 +49,11 @@ class Runtime:
     sink: UsageSink | None = None
     max_workers: int = 4
     seed: int = 0
+    executor: BaseExecutor | None = None
+
+    def map(self, fn: Callable[[_T], _R], items: Iterable[_T]) -> Iterator[_R]:
+        """``fn`` over ``items`` concurrently, results in item order."""
+        return (self.executor or ThreadExecutor(self.max_workers)).map(fn, items)
 
     def lm(self, name: str) -> LM:
         try:

@@ -9,7 +9,6 @@ back from a later component to an earlier one while a condition holds, unrolled 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
@@ -202,12 +201,8 @@ class System:
 
     def run_batch(self, items: Iterable[tuple[str, Mapping[str, Any]]], config: SystemConfig,
                   runtime: Runtime) -> list[Trace]:
-        """Run many examples with bounded concurrency; results keep the input order."""
-        items = list(items)
-        if runtime.max_workers <= 1 or len(items) <= 1:
-            return [self.run(i, x, config, runtime) for i, x in items]
-        with ThreadPoolExecutor(max_workers=runtime.max_workers) as pool:
-            return list(pool.map(lambda it: self.run(it[0], it[1], config, runtime), items))
+        """Run many examples with the runtime's executor; results keep the input order."""
+        return list(runtime.map(lambda it: self.run(it[0], it[1], config, runtime), items))
 
     def run_component(self, component: str, inputs: Mapping[str, Any], config: SystemConfig,
                       runtime: Runtime, *, example_id: str = "",

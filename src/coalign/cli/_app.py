@@ -22,6 +22,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"coalign {version('coalign')}")
+        except PackageNotFoundError:  # imported from a source tree that was never installed
+            from coalign import __version__
+
+            typer.echo(f"coalign {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version,
+                                       is_eager=True, help="Print the version and exit.")) -> None:
+    """Optimize compound AI systems with locally aligned rewards."""
+
+
 class UsageError(Exception):
     """Bad user input: printed as one line, exit code 2."""
 

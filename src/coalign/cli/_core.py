@@ -13,9 +13,10 @@ from rich.table import Table
 from rich.text import Text
 
 from coalign.cli._app import app
-from coalign.cli._endpoint import CONCURRENCY, RETRIES, TIMEOUT, endpoint_settings
+from coalign.cli._endpoint import CONCURRENCY, RAY, RETRIES, TIMEOUT, endpoint_settings
 from coalign.config import SystemConfig, read_text_file
 from coalign.errors import ConfigError
+from coalign.executors import ExecutorSpec, make_executor
 from coalign.export import LoadedSystem, load_system
 from coalign.imports import check_metric, load_task
 from coalign.lm import EndpointSettings
@@ -59,9 +60,11 @@ def read_system_config(task: Task, path: Path) -> SystemConfig:
 def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, workers: int,
                    seed: int, config_path: Path | None, lm: str | None = None,
                    endpoint: EndpointSettings | None = None, *,
-                   system: str = "", metric: str | None = None) -> EvalResult:
+                   system: str = "", metric: str | None = None,
+                   ray: str | None = None) -> EvalResult:
     """Evaluate ``task`` on ``data``; ``system`` and ``metric`` as the user named them (a
-    metric from their own code is tried on one example before anything is written)."""
+    metric from their own code is tried on one example before anything is written).
+    ``ray``: a Ray cluster address; ``workers`` actors per model then serve the calls."""
     examples, data_read = load_data(data, limit, seed)
     if not examples:
         raise ConfigError(f"dataset {data!r} has no examples")
@@ -73,9 +76,11 @@ def run_evaluation(task: Task, data: str, limit: int | None, run_dir: Path, work
     console.print(Text(f"data: {data_read}, {len(examples)} examples"))
     store = RunStore(run_dir)
     store.set_meta("system", task.system.name)
+    # a replay table answers from here in microseconds: nothing to send to Ray actors
+    executor = make_executor(ExecutorSpec(ray=None if lm else ray), workers, endpoint)
     runtime, _ = build_runtime(models_of(task), run_dir / CACHE_NAME, max_workers=workers,
-                               seed=seed, lm=lm, endpoint=endpoint)
-    with Progress("[progress.description]{task.description}", BarColumn(),
+                               seed=seed, lm=lm, endpoint=endpoint, executor=executor)
+    with executor, Progress("[progress.description]{task.description}", BarColumn(),
                   MofNCompleteColumn(), TimeElapsedColumn(), console=console,
                   transient=True) as bar:
         # the description column reads markup: a data path is escaped
@@ -126,6 +131,7 @@ def evaluate_cmd(
     timeout: float = TIMEOUT,
     retries: int = RETRIES,
     concurrency: int = CONCURRENCY,
+    ray: str | None = RAY,
 ) -> None:
     """Evaluate a system on a dataset; rerunning the same command resumes with no repeated call."""
     endpoint = endpoint_settings(timeout, retries, concurrency)
@@ -135,7 +141,7 @@ def evaluate_cmd(
     task = (table_task(system, lm) if lm and lm.startswith(REPLAY)
             else load_task(system, model, metric))
     result = run_evaluation(task, data, limit, run_dir, workers, seed, config, lm, endpoint,
-                            system=system, metric=metric)
+                            system=system, metric=metric, ray=ray)
     print_result(f"{system} on {data}", task, result)
     if json_out is not None:
         scores = {t.example_id: t.reward for t in result.traces}  # per example: paired checks

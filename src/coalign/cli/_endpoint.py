@@ -24,3 +24,7 @@ def endpoint_settings(timeout: float | None, retries: int | None, concurrency: i
         max_retries=base.max_retries if retries is None else retries,
         concurrency=base.concurrency if concurrency is None else concurrency,
     )
+
+RAY = typer.Option(None, "--ray", metavar="ADDRESS", help="run model calls on Ray actors of "
+                   "the cluster at ADDRESS: auto, HOST:6379, ray://HOST:10001, or local to "
+                   "start one here (needs the ray extra; docs/ray.md)")

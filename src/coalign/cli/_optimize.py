@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from coalign.cli._app import app
-from coalign.cli._endpoint import CONCURRENCY, RETRIES, TIMEOUT, endpoint_settings
+from coalign.cli._endpoint import CONCURRENCY, RAY, RETRIES, TIMEOUT, endpoint_settings
 
 if TYPE_CHECKING:  # the job pulls in torch: import it only when a command runs
     from coalign.job import Job, RunConfig
@@ -51,6 +51,7 @@ def _show_step(rec: StepRecord) -> None:
 def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
             retries: int | None = None, concurrency: int | None = None) -> None:
     from coalign.job import Job
+    from coalign.tracking import track_job
 
     endpoint = endpoint_settings(timeout, retries, concurrency, cfg.endpoint)
     job = Job.open(cfg.model_copy(update={"endpoint": endpoint}), run_dir)
@@ -63,14 +64,16 @@ def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
     for comp, params in cfg.start.items():
         for name, value in params.items():
             console.print(Text(f"starting from {comp}.{name} = {value!r}"))
-    with console.status("stage 1: collecting preference pairs and training local rewards"):
-        opt.prepare()
-    for rec in opt.history_so_far():
-        _show_step(rec)
-    opt.run(on_step=_show_step)
-    with console.status("evaluating on the test split"):
-        before, after = job.evaluate_test()
-    summary(job, before, after)
+    with track_job(job) as tracking:  # a no-op without `tracking:` in the config
+        with console.status("stage 1: collecting preference pairs and training local rewards"):
+            opt.prepare()
+        for rec in opt.history_so_far():
+            _show_step(rec)
+        opt.run(on_step=lambda rec: (_show_step(rec), tracking.on_step(rec)))
+        with console.status("evaluating on the test split"):
+            before, after = job.evaluate_test()
+        summary(job, before, after)
+        tracking.finish(opt.ledger())
 
 
 def summary(job: Job, before: EvalResult, after: EvalResult) -> None:
@@ -131,22 +134,38 @@ def _shown(value: object, limit: int | None = None) -> str:
 def optimize_cmd(config: Path = typer.Argument(..., help="run config (YAML or JSON)"),
                  run_dir: Path = typer.Option(Path("runs/optimize")),
                  timeout: float = TIMEOUT, retries: int = RETRIES,
-                 concurrency: int = CONCURRENCY) -> None:
+                 concurrency: int = CONCURRENCY,
+                 mlflow: str | None = typer.Option(
+                     None, help="MLflow tracking URI (e.g. sqlite:///mlflow.db); overrides "
+                     "tracking.mlflow of the config"),
+                 ray: str | None = RAY) -> None:
     """Optimize a system as the config says; kill it any time and `coalign resume RUN_DIR`."""
     from coalign.job import load_run_config
 
-    run_job(load_run_config(config), run_dir, timeout, retries, concurrency)
+    cfg = with_ray(load_run_config(config), ray)
+    if mlflow:  # stored with the run config: `coalign resume` keeps tracking to it
+        cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(
+            update={"mlflow": mlflow})})
+    run_job(cfg, run_dir, timeout, retries, concurrency)
 
 
 @app.command("resume")
 def resume_cmd(
     run_dir: Path = typer.Argument(..., help="run directory of coalign optimize"),
     timeout: float = TIMEOUT, retries: int = RETRIES, concurrency: int = CONCURRENCY,
+    ray: str | None = RAY,
 ) -> None:
     """Continue a killed optimization: no accepted step lost, no LLM call repeated."""
     from coalign.job import resume_config
 
-    run_job(resume_config(run_dir), run_dir, timeout, retries, concurrency)
+    run_job(with_ray(resume_config(run_dir), ray), run_dir, timeout, retries, concurrency)
+
+
+def with_ray(cfg: RunConfig, address: str | None) -> RunConfig:
+    """``cfg`` with its model calls on the Ray cluster at ``address`` (``--ray``), if given."""
+    if address is None:
+        return cfg
+    return cfg.model_copy(update={"executor": cfg.executor.model_copy(update={"ray": address})})
 
 
 @app.command("demo")

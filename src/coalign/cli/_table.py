@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from coalign.cli._app import app
+from coalign.cli._endpoint import RAY
 from coalign.errors import ConfigError
 
 table_app = typer.Typer(help="Replay tables: build them once, replay with zero LLM calls.",
@@ -28,8 +29,12 @@ def build_cmd(
                              "(N processes share a build)"),
     level: str = typer.Option("samples", help="greedy (every config's outputs) or samples "
                               "(also the temperature samples rollouts draw)"),
+    ray: str = RAY,
+    workers: int = typer.Option(2, min=1, help="with --ray: actors (model replicas) per model, "
+                                "each expanding one question at a time"),
 ) -> None:
     """Extend the table; kill it at any moment and rerun: no LLM call is repeated."""
+    from coalign.executors import ExecutorSpec, make_executor
     from coalign.tables import build_table
 
     # SIGTERM (and SIGINT, which a shell ignores in background jobs) seal the journal on the
@@ -47,8 +52,10 @@ def build_cmd(
     if not (i.isdigit() and n.isdigit()):
         raise ConfigError(f"--part {part!r}: expected I/N, e.g. 0/2")
     try:
-        report = build_table(directory, level=level, part=(int(i), int(n)), minutes=minutes,
-                             limit=limit, seal_every=seal_every, on_question=progress)
+        with make_executor(ExecutorSpec(ray=ray), workers) as executor:
+            report = build_table(directory, level=level, part=(int(i), int(n)),
+                                 minutes=minutes, limit=limit, seal_every=seal_every,
+                                 on_question=progress, executor=executor)
     except KeyboardInterrupt:
         typer.echo("stopped: the journal is sealed; rerun to go on", err=True)
         raise typer.Exit(130) from None
@@ -74,4 +81,20 @@ def status_cmd(
         typer.echo(json.dumps(asdict(status), indent=1))
         return
     for line in status.lines():
+        typer.echo(line)
+
+
+@table_app.command("subset")
+def subset_cmd(
+    source: Path = typer.Argument(..., help="table directory to read"),
+    target: Path = typer.Argument(..., help="new table directory (must not exist or be empty)"),
+    questions: int = typer.Option(0, min=0, help="the first N finished questions in pool "
+                                  "order (0: every finished one)"),
+    level: str = typer.Option("greedy", help="greedy or samples: finished at this level"),
+) -> None:
+    """A table of the finished questions only: run the loop on a table still building."""
+    from coalign.tables import subset_table
+
+    table = subset_table(source, target, questions=questions or None, level=level)
+    for line in table.status().lines():
         typer.echo(line)

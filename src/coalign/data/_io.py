@@ -19,13 +19,21 @@ DATA_DIR_ENV = "COALIGN_DATA_DIR"
 def data_dir() -> Path:
     """The folder holding the shared benchmark data.
 
-    ``$COALIGN_DATA_DIR`` when set, else ``<repo>/../shared/data`` found from this file, so a
-    source checkout works without configuration.
+    ``$COALIGN_DATA_DIR`` when set; else ``<repo>/../shared/data`` when this file sits in a
+    source checkout that has it; else a user folder (``$COALIGN_CACHE_DIR/data`` or
+    ``$XDG_CACHE_HOME/coalign/data``), where an installed wheel looks by default.
     """
     env = os.environ.get(DATA_DIR_ENV)
     if env:
         return Path(env).expanduser()
-    return (Path(__file__).resolve().parents[3] / ".." / "shared" / "data").resolve()
+    checkout = (Path(__file__).resolve().parents[3] / ".." / "shared" / "data").resolve()
+    if checkout.is_dir():
+        return checkout
+    root = os.environ.get("COALIGN_CACHE_DIR")
+    if root:
+        return Path(root).expanduser() / "data"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg).expanduser() / "coalign" / "data"
 
 
 def resolve_file(path: Path | str | None, default: str) -> Path:

@@ -39,7 +39,8 @@ class CachedLM:
 
     Hits come back with ``cached=True`` and the token counts and latency of the original call.
     The lock guards only the database: calls to ``inner`` run outside it, so a thread-safe
-    remote backend still serves several threads at once.
+    remote backend still serves several threads at once. A request already being answered for
+    another thread is waited for, not sent again (no duplicate call).
 
     Args:
         inner: the backend to cache.
@@ -52,6 +53,7 @@ class CachedLM:
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
+        self._inflight: dict[str, threading.Event] = {}
         self._db = self._open()
 
     @property
@@ -82,21 +84,32 @@ class CachedLM:
 
     def generate(self, request: LMRequest) -> LMResponse:
         key = request.digest(self.inner.name)
-        with self._lock:
-            row = self._db.execute(
-                "SELECT text, prompt_tokens, completion_tokens, model, latency_s, extra_json "
-                "FROM responses WHERE key = ?",
-                (key,),
-            ).fetchone()
-            if row is not None:
-                self.hits += 1
+        while True:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT text, prompt_tokens, completion_tokens, model, latency_s, extra_json "
+                    "FROM responses WHERE key = ?",
+                    (key,),
+                ).fetchone()
+                if row is not None:
+                    self.hits += 1
+                    break
+                pending = self._inflight.get(key)
+                if pending is None:
+                    self._inflight[key] = threading.Event()
+                    break
+            pending.wait()  # then read its row; if that call failed, this thread tries
         if row is not None:
             text, prompt, completion, model, latency, extra = row
             return LMResponse(
                 text, prompt, completion, model, True, latency, extra=json.loads(extra)
             )
-        response = self.inner.generate(request)
-        self._store(key, request, response)
+        try:
+            response = self.inner.generate(request)
+            self._store(key, request, response)
+        finally:
+            with self._lock:
+                self._inflight.pop(key).set()
         return response
 
     def _store(self, key: str, request: LMRequest, response: LMResponse) -> None:

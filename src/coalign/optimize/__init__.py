@@ -1,11 +1,18 @@
 """The optimization loop, local optimizers per parameter kind, the gate and the cost ledger."""
 
-from coalign.optimize._base import BaseLocalOptimizer, LocalContext, NoopOptimizer
+from coalign.optimize._base import (
+    BaseLocalOptimizer,
+    LocalContext,
+    LocalView,
+    NoopOptimizer,
+    Scored,
+)
 from coalign.optimize._choice import ExpChoiceOptimizer, RewardSelector, softmax
 from coalign.optimize._gate import Gate, paired_bootstrap
 from coalign.optimize._kinds import KINDS, ParamKind, RolloutAsk
 from coalign.optimize._ledger import Ledger, planned_runs, prefix_discount
 from coalign.optimize._loop import Optimizer, StepRecord
+from coalign.optimize._outcome import Outcome, StepState
 from coalign.optimize._pareto import EditMutator, ParetoTextOptimizer
 from coalign.optimize._reinforce import ReinforceResult, RunningBaseline, reinforce_search
 from coalign.optimize._settings import LoopSettings
@@ -13,8 +20,10 @@ from coalign.optimize._text import TextOptimizer
 from coalign.optimize._weights import ReinforceWeightsOptimizer, WeightsValue
 
 __all__ = ["KINDS", "BaseLocalOptimizer", "EditMutator", "ExpChoiceOptimizer", "Gate", "Ledger",
-           "LocalContext", "LoopSettings", "NoopOptimizer", "Optimizer", "ParamKind",
+           "LocalContext", "LocalView", "LoopSettings", "NoopOptimizer", "Optimizer", "Outcome",
+           "ParamKind",
            "ParetoTextOptimizer", "ReinforceResult", "ReinforceWeightsOptimizer",
-           "RewardSelector", "RolloutAsk", "RunningBaseline", "StepRecord", "TextOptimizer",
+           "RewardSelector", "RolloutAsk", "RunningBaseline", "Scored", "StepRecord", "StepState",
+           "TextOptimizer",
            "WeightsValue", "paired_bootstrap", "planned_runs", "prefix_discount",
            "reinforce_search", "softmax"]

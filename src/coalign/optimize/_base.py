@@ -1,23 +1,24 @@
-"""What a local optimizer sees (``LocalContext``) and the protocol it implements.
+"""What a local optimizer sees (``LocalView``), what it returns (``Scored``) and its protocol.
 
 A local optimizer improves one parameter of one component with every other slot fixed, scoring
 candidates by the component's local reward over a search sample of recorded inputs x_k; it never
-runs the rest of the system. Running the component itself on the sample is its only cost.
+runs the rest of the system. Running the component itself on the sample is its only cost. It is a
+ranker, like an Optuna sampler given frozen trials: it gets a read-only view and returns the
+values it compared with their mean local rewards. Which of them the gate has already turned down,
+coupled variants and per-instance selectors are the loop's business (``_step``).
 """
 
 from __future__ import annotations
 
 import abc
-import json
 import random
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
-from coalign.optimize._coupled import variant_key
 from coalign.pairs import canonical_json, to_jsonable
 from coalign.rewards import RewardModel
 from coalign.runtime import Runtime
@@ -25,15 +26,23 @@ from coalign.task import Task
 from coalign.trace import Step, Trace
 
 
-@dataclass(frozen=True)
-class LocalContext:
-    """One local optimization step: what it is given and the means to score candidates.
+class Scored(NamedTuple):
+    """A candidate value and its mean local reward on the search sample."""
 
-    No field can be reassigned (the config, search inputs and reward are the step's). Two things
-    change as candidates are scored: a memo of the component's outputs per value, and
-    ``history``, where the optimizer records the (value, mean reward) pairs it compared; the loop
-    writes them to the ledger.
-    """
+    value: Any
+    reward: float
+
+
+def value_key(value: Any) -> str:
+    """A value's identity: its canonical JSON (text demos are dicts, weights are tensors)."""
+    return canonical_json(to_jsonable(value))
+
+
+@dataclass(frozen=True)
+class LocalView:
+    """One local optimization step, read-only: the config, the search inputs, the reward, and the
+    means to score a value on them. No field can be reassigned; scoring only fills a memo of the
+    component's outputs per value (the same value is never run twice in one step)."""
 
     task: Task
     component: str
@@ -45,36 +54,22 @@ class LocalContext:
     rng: random.Random
     account: CostAccount
     proposer: str | None = None  # model name of the LM that proposes instructions
-    history: list[tuple[Any, float]] = field(default_factory=list)  # (value, mean reward)
     # (x_k, y_k) the rollouts found better than an alternative: a pool for demonstrations
     rollout_winners: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]] = ()
-    # canonical JSON of the values the gate rejected for this param under the current config
-    rejected: frozenset[str] = frozenset()
-    # this config with the component's other tuned params back at their starting values (set
-    # for a choice whose siblings were tuned: see ``_coupled``); ``fresh=True`` scores under it
-    starting: SystemConfig | None = None
-    # a choice's rejected variants under this config (``_coupled.variant_key``) and the params
-    # its fresh variant resets: a rejected variant no longer speaks for its option
-    rejected_variants: frozenset[str] = frozenset()
-    reset_names: tuple[str, ...] = ()
-    # the param's kind rejects a value whose search outputs equal a rejected value's (text)
-    same_outputs_rejected: bool = False
     _cache: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = field(
-        default_factory=dict)
-    _tokens: dict[str, float] = field(default_factory=dict)  # mean LLM tokens per search input
+        default_factory=dict, init=False, repr=False, compare=False)
+    _tokens: dict[str, float] = field(default_factory=dict, init=False, repr=False,
+                                      compare=False)  # mean LLM tokens per search input
 
     @property
     def current(self) -> Any:
         return self.config[self.component][self.param]
 
-    def outputs_under(self, value: Any, fresh: bool = False
-                      ) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
-        """(x_k, y_k) for every search input, running the component alone under ``value`` (with
-        ``fresh``, in the ``starting`` config)."""
-        base = self.starting if fresh and self.starting is not None else self.config
-        key = ("fresh:" if base is not self.config else "") + canonical_json(to_jsonable(value))
+    def outputs_under(self, value: Any) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+        """(x_k, y_k) for every search input, running the component alone under ``value``."""
+        key = value_key(value)
         if key not in self._cache:
-            cfg = base.with_value(self.component, self.param, value)
+            cfg = self.config.with_value(self.component, self.param, value)
             steps: list[Step] = [
                 self.task.system.run_component(self.component, x, cfg, self.runtime,
                                                example_id=f"search{i}")
@@ -84,49 +79,46 @@ class LocalContext:
             self._tokens[key] = (sum(s.usage.tokens for s in steps) / len(steps)) if steps else 0.0
         return self._cache[key]
 
-    def variant_open(self, value: Any, fresh: bool) -> bool:
-        """The gate has not rejected ``value`` as proposed (or, ``fresh``, with the component's
-        tuned params reset) under this config."""
-        return variant_key(value, self.reset_names if fresh else ()) not in self.rejected_variants
-
-    def was_rejected(self, value: Any) -> bool:
-        """The gate rejected ``value`` under this config, or (``same_outputs_rejected``: text) a
-        value with the same outputs on the search sample: the local reward cannot tell the two
-        apart, so validating it would mostly re-measure what the gate already turned down. Seen
-        on HotpotQA: with the same demos, three reworded instructions gave identical search
-        outputs and were validated one after another."""
-        if canonical_json(to_jsonable(value)) in self.rejected:
-            return True
-        if not self.same_outputs_rejected or not self.rejected:
-            return False
-        spec = self.task.system.component(self.component).params[self.param]
-        # search inputs are the current config's, so a rejected value's outputs come from the
-        # response cache when its own step searched the same sample
-        outputs = self._signature(value)
-        return any(self._signature(spec.from_json(json.loads(r))) == outputs
-                   for r in self.rejected)
-
-    def _signature(self, value: Any) -> str:
-        return canonical_json(to_jsonable([y for _, y in self.outputs_under(value)]))
-
     def mean_tokens(self, value: Any) -> float:
         """Mean LLM tokens (prompt + completion) the component spends per search input."""
         self.outputs_under(value)
-        return self._tokens[canonical_json(to_jsonable(value))]
+        return self._tokens[value_key(value)]
 
-    def mean_reward(self, value: Any, fresh: bool = False) -> float:
-        items = self.outputs_under(value, fresh)
+    def mean_reward(self, value: Any) -> float:
+        items = self.outputs_under(value)
         if not items:
             return 0.0
         scores = self.reward.score_batch(self.component, items)
         return float(statistics.fmean(float(s) for s in scores))
 
 
+LocalContext = LocalView  # the name before issue 22; kept for code written against it
+
+
+def pick_best(scored: Sequence[Scored], open_: Sequence[bool], current: Any,
+              rng: random.Random) -> Any:
+    """The open candidate with the highest reward (the earliest on a tie) if it beats the current
+    value's; else the current value ("no change")."""
+    now = next((s.reward for s in scored if value_key(s.value) == value_key(current)), None)
+    best = max((s for s, o in zip(scored, open_, strict=True) if o), key=lambda s: s.reward,
+               default=None)
+    if best is None or now is None or not best.reward > now:
+        return current
+    return best.value
+
+
 class BaseLocalOptimizer(abc.ABC):
-    """Proposes a new value for ``ctx.param``; returning the current value means "no change"."""
+    """Ranks values of ``view.param``: ``propose`` returns every value it compared with its mean
+    local reward, the current value included; ``pick`` turns the loop's filtered list into one."""
 
     @abc.abstractmethod
-    def propose(self, ctx: LocalContext) -> Any: ...
+    def propose(self, view: LocalView) -> list[Scored]: ...
+
+    def pick(self, scored: Sequence[Scored], open_: Sequence[bool], current: Any,
+             rng: random.Random) -> Any:
+        """One of the ``open_`` candidates, or ``current`` for no change (default: the best,
+        if it beats the current value)."""
+        return pick_best(scored, open_, current, rng)
 
     def alternatives(self, current: Any, rng: random.Random, k: int) -> tuple[Any, ...]:
         """Up to ``k`` values near ``current`` worth rolling out in stage 1 (default: none)."""
@@ -134,8 +126,7 @@ class BaseLocalOptimizer(abc.ABC):
 
 
 class NoopOptimizer(BaseLocalOptimizer):
-    """Null object: always keeps the current value."""
+    """Null object: compares nothing, so the loop keeps the current value."""
 
-    def propose(self, ctx: LocalContext) -> Any:
-        return ctx.current
-
+    def propose(self, view: LocalView) -> list[Scored]:
+        return []

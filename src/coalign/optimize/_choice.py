@@ -15,10 +15,31 @@ from typing import Any
 
 import numpy as np
 
-from coalign.optimize._base import BaseLocalOptimizer, LocalContext
+from coalign.optimize._base import BaseLocalOptimizer, LocalView, Scored
 from coalign.rewards import RewardModel
 
-POLICY = "lrf-selector"  # the value the loop records when it proposes a per-instance policy
+
+class LrfSelector:
+    """The per-instance policy as a candidate: the LRF picks the option for each input. Its own
+    type, so no option of a param can be mistaken for it; the ledger writes it as
+    ``"lrf-selector"`` (``to_json``), as it always has."""
+
+    JSON = "lrf-selector"
+
+    def to_json(self) -> str:
+        return self.JSON
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LrfSelector)
+
+    def __hash__(self) -> int:
+        return hash(self.JSON)
+
+    def __repr__(self) -> str:
+        return "SELECTOR"
+
+
+SELECTOR = LrfSelector()
 
 
 def softmax(scores: Sequence[float], tau: float = 1.0) -> list[float]:
@@ -40,29 +61,20 @@ class ExpChoiceOptimizer(BaseLocalOptimizer):
 
     def __init__(self, tau: float = 1.0) -> None:
         self.tau = tau
-        self.last_scores: dict[Any, float] = {}
 
-    def propose(self, ctx: LocalContext) -> Any:
-        options = ctx.task.system.component(ctx.component).params[ctx.param].options
-        # coupled params: another option is worth its better variant, as proposed or with the
-        # component's tuned params back at their starting values (the loop validates that one)
-        scores = [ctx.mean_reward(o) if o == ctx.current or ctx.starting is None
-                  else self._variants_score(ctx, o) for o in options]
-        self.last_scores = dict(zip(options, scores, strict=True))
-        ctx.history.extend(self.last_scores.items())
-        # an option the gate already rejected under this config is not drawn again
-        weights = [0.0 if ctx.was_rejected(o) else w
-                   for o, w in zip(options, softmax(scores, self.tau), strict=True)]
+    def propose(self, view: LocalView) -> list[Scored]:
+        options = view.task.system.component(view.component).params[view.param].options
+        return [Scored(o, view.mean_reward(o)) for o in options]
+
+    def pick(self, scored: Sequence[Scored], open_: Sequence[bool], current: Any,
+             rng: Any) -> Any:
+        """A draw ∝ exp(r/τ) among the open options (the softmax over all of them, so a closed
+        option still sets the scale); none open: no change."""
+        weights = [w if o else 0.0 for w, o in
+                   zip(softmax([s.reward for s in scored], self.tau), open_, strict=True)]
         if not any(weights):
-            return ctx.current
-        return ctx.rng.choices(options, weights=weights)[0]
-
-    @staticmethod
-    def _variants_score(ctx: LocalContext, option: Any) -> float:
-        """The better of the option's variants still open (both when neither is: its weight is
-        zeroed as exhausted anyway)."""
-        kinds = [f for f in (False, True) if ctx.variant_open(option, f)] or [False, True]
-        return max(ctx.mean_reward(option, fresh=f) for f in kinds)
+            return current
+        return rng.choices([s.value for s in scored], weights=weights)[0]
 
 
 class RewardSelector:
@@ -107,7 +119,7 @@ def cost_penalized(scores: np.ndarray, options: Sequence[Any],
 def per_instance_proposal(scores: np.ndarray, options: Sequence[Any], current: Any,
                           policy_active: bool, rng: Any, tau: float = 1.0,
                           policy_rejected: bool = False) -> Any:
-    """``POLICY``, a global option, or ``current`` (no change) for a per-instance param.
+    """``SELECTOR``, a global option, or ``current`` (no change) for a per-instance param.
 
     ``scores`` is ``option_scores`` over the search inputs. With the policy in place a global
     option is sampled ∝ exp(mean score / tau) to challenge it; otherwise the policy is proposed
@@ -120,5 +132,5 @@ def per_instance_proposal(scores: np.ndarray, options: Sequence[Any], current: A
         return rng.choices(list(options), weights=softmax(list(scores.mean(axis=0)), tau))[0]
     picks = {int(i) for i in np.argmax(scores, axis=1)}
     if len(picks) > 1 and not policy_rejected:
-        return POLICY
+        return SELECTOR
     return options[picks.pop() if len(picks) == 1 else int(np.argmax(scores.mean(axis=0)))]

@@ -7,31 +7,23 @@ then validated with them (val 0.50 -> 0.42) and rejected, while Qwen with its st
 what random search found. So a proposed switch of a choice comes in two variants: as proposed,
 and with the component's other tuned params back at their starting values. The local reward
 ranks the variants on the search sample; the gate validates the best one not yet rejected, so a
-rejected variant leaves the other for a later step.
+rejected variant leaves the other for a later step (the loop's rejection memory keys each
+variant by the params it resets: ``_outcome.Tried``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from coalign.config import SystemConfig
 from coalign.pairs import canonical_json, to_jsonable
-
-RESET_MARK = "|reset:"  # a rejection key's suffix naming the params reset with the value
 
 
 @dataclass(frozen=True)
 class Variant:
     config: SystemConfig
     reset: tuple[str, ...] = ()  # sibling params back at their starting values
-
-
-def variant_key(value: Any, reset: Sequence[str] = ()) -> str:
-    """How the loop remembers a rejected proposal: the value, plus the params reset with it."""
-    key = canonical_json(to_jsonable(value))
-    return key + RESET_MARK + ",".join(sorted(reset)) if reset else key
 
 
 def tuned_siblings(config: SystemConfig, start: SystemConfig, component: str,
@@ -59,20 +51,6 @@ def variants(proposed: SystemConfig, start: SystemConfig, component: str,
     if siblings:
         out.append(Variant(at_start(proposed, start, component, siblings), tuple(siblings)))
     return out
-
-
-def open_variants(value: Any, options: Sequence[Variant], rejected: Collection[str]
-                  ) -> list[Variant]:
-    """The variants of ``value`` the gate has not rejected under the current config."""
-    return [v for v in options if variant_key(value, v.reset) not in rejected]
-
-
-def exhausted(values: Sequence[Any], siblings: Sequence[str], rejected: Collection[str]
-              ) -> frozenset[str]:
-    """Keys of the values whose every variant was rejected: a choice optimizer skips these."""
-    resets = [(), tuple(siblings)] if siblings else [()]
-    return frozenset(variant_key(v) for v in values
-                     if all(variant_key(v, r) in rejected for r in resets))
 
 
 def best_variant(options: Sequence[Variant], score: Callable[[Variant], float]

@@ -24,21 +24,15 @@ from coalign.costs import CostAccount
 from coalign.data._base import Example
 from coalign.errors import ConfigError, StoreError
 from coalign.optimize._alignment import cross_validated_alignment
-from coalign.optimize._base import BaseLocalOptimizer, LocalContext
-from coalign.optimize._choice import POLICY, RewardSelector
-from coalign.optimize._coupled import Variant, variant_key
+from coalign.optimize._base import BaseLocalOptimizer
+from coalign.optimize._choice import RewardSelector
 from coalign.optimize._kinds import RolloutAsk, kind_of
 from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
 from coalign.optimize._local import local_optimizers
-from coalign.optimize._proposing import Proposing
-from coalign.optimize._selectors import (
-    FrozenRewards,
-    Policies,
-    policies_of,
-    policy_suffix,
-    selectors_json,
-)
-from coalign.optimize._settings import LoopSettings, window
+from coalign.optimize._outcome import REJECTED, REJECTED_EARLY, Outcome, Tried, rejections
+from coalign.optimize._selectors import FrozenRewards, Policies, policies_of, selectors_json
+from coalign.optimize._settings import LoopSettings
+from coalign.optimize._step import Position, StepEnv, fresh_batch, step, trace_key
 from coalign.pairs import to_jsonable
 from coalign.rewards import LocalRewardModel, load_reward_model, save_reward_model
 from coalign.rollouts import RolloutSpec, collect_pairs
@@ -46,6 +40,8 @@ from coalign.runtime import Runtime
 from coalign.store import RunStore
 from coalign.task import Task
 from coalign.trace import Trace
+
+__all__ = ["REJECTED", "REJECTED_EARLY", "Optimizer", "StepRecord"]  # reasons: ``_outcome``
 
 
 @dataclass
@@ -62,11 +58,7 @@ class StepRecord:
     reset: tuple[str, ...] = ()  # sibling params put back at their starting values with it
 
 
-REJECTED = "validation did not improve"
-REJECTED_EARLY = "validation stopped early: worse so far"  # see Gate.early_reject
-
-
-class Optimizer(Proposing):
+class Optimizer:
     def __init__(self, task: Task, train: Sequence[Example], val: Sequence[Example],
                  runtime: Runtime, store: RunStore, reward: LocalRewardModel,
                  settings: LoopSettings | None = None,
@@ -100,12 +92,8 @@ class Optimizer(Proposing):
         self.history: list[StepRecord] = []
         self._ckpt: str | None = None  # current reward-model checkpoint, relative to run dir
         self._start: int | None = None  # first iteration to run; set by prepare()
-        self._scored: list[tuple[Any, float]] = []  # this step's candidates, by local reward
-        self._variants: list[dict[str, Any]] = []  # a switch's variants, by local reward
-        self._inputs: tuple[tuple[int, str], list[dict[str, Any]]] | None = None  # memo
-        self._ctx: tuple[tuple[int, str, str], LocalContext] | None = None
-        # (component, param) -> values the gate rejected since the last accepted step
-        self._rejected: dict[tuple[str, str], set[str]] = {}
+        # the proposals the gate rejected since the last accepted step (rule 4)
+        self.rejected: frozenset[Tried] = frozenset()
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -128,11 +116,22 @@ class Optimizer(Proposing):
     def run(self, on_step: Callable[[StepRecord], None] | None = None) -> list[StepRecord]:
         self.prepare()
         for t in range(self._start or 0, self.s.iterations):
-            record = self._iteration(t)
+            record = self.iteration(t)
             self.history.append(record)
             if on_step is not None:
                 on_step(record)
         return self.history
+
+    def iteration(self, t: int) -> StepRecord:
+        """Run step ``t`` from where the run stands and commit its outcome."""
+        t0 = time.perf_counter()
+        at = Position(self.config, dict(self.policies), dict(self.val_traces), self.rejected,
+                      self.reward)
+        return self._commit(t, step(t, self._env(), at), t0)
+
+    def _env(self) -> StepEnv:
+        return StepEnv(self.task, self.train, self.val, self.s, self.optimizers, self.targets,
+                       self.store, self.account, self.frozen, self.runtime_for)
 
     @property
     def val_score(self) -> float:
@@ -211,19 +210,14 @@ class Optimizer(Proposing):
         steps = checked_steps(self.store)
         self._ckpt = checked_meta(self.store, "stage1_checkpoint", str)
         account = checked_meta(self.store, "stage1_account", dict)
-        for _, state, rec in steps:  # rejections since the last accept still stand
-            if state == "accepted":
-                self._rejected = {}
-            elif rec["reason"] in (REJECTED, REJECTED_EARLY):
-                self._rejected.setdefault((rec["component"], rec["param"]), set()).add(
-                    variant_key(rec["value"], rec.get("reset", ())))
-        if steps:
-            last = steps[-1][2]
+        last = steps[-1][2] if steps else None
+        try:  # rejections since the last accept still stand, and the selectors in place
+            self.rejected = rejections(steps)
+            self.policies = policies_of(last) if last else {}
+        except StoreError as exc:
+            raise StoreError(f"run store {self.store.run_dir}: {exc}") from None
+        if last:
             self.config = SystemConfig.from_json(self.system, last["config"])
-            try:
-                self.policies = policies_of(last)
-            except StoreError as exc:
-                raise StoreError(f"run store {self.store.run_dir}: {exc}") from None
             self._ckpt, account = last["lrf_checkpoint"], last["account"]
         if account:
             self.account = CostAccount.from_json(account)
@@ -235,134 +229,38 @@ class Optimizer(Proposing):
     def _validate_current(self) -> None:
         rt = self.runtime_for(self.policies)
         for e in self.val:
-            trace = self.store.get_trace("val", e.id, self._key(self.config, self.policies))
+            key = trace_key(self.config, self.policies)
+            trace = self.store.get_trace("val", e.id, key)
             if trace is None:
                 trace = self.task.score(self.system.run(e.id, e.inputs, self.config, rt), e)
                 self.account.add_traces("validation", [trace])
-                trace.config_digest = self._key(self.config, self.policies)
+                trace.config_digest = key
                 self.store.put_trace("val", trace)
             self.val_traces[e.id] = trace
 
-    @staticmethod
-    def _key(config: SystemConfig, policies: Policies) -> str:
-        return config.digest + policy_suffix(policies)
-
-    # -- one iteration ----------------------------------------------------------------------------
-
-    def _iteration(self, t: int) -> StepRecord:
-        t0 = time.perf_counter()
-        rng = random.Random(f"{self.s.seed}:step:{t}")
-        # A component whose stage-1 pairs were all ties has no local reward yet, and one whose
-        # reward ranked held-out pairs no better than chance would pick candidates by noise:
-        # draw among the others (adaptation may add a head later) and spend no validation on it.
-        names = sorted({c for c, _ in self.targets})
-        scorable = [c for c in names if self.reward.can_score(c)]
-        ready = [c for c in scorable if self._aligned(c)]
-        if not ready:
-            reason = (f"no local reward ranks held-out pairs above {self.s.min_alignment:g}"
-                      if scorable else "no local reward yet: every stage-1 pair was a tie")
-            return self._record(t, names[0], self.targets[0][1], False, self.val_score, None,
-                                None, reason, t0)
-        component = rng.choice(ready)
-        param = rng.choice([p for c, p in self.targets if c == component])
-        spec = self.system.component(component).params[param]
-        before = self.val_score
-        config, policies = self.config, dict(self.policies)
-        if spec.scope == "per_instance":
-            value: Any = self._propose_per_instance(component, param, rng, t)
-            if value == POLICY:  # the selector reads the reward as it is now, frozen
-                policies[(component, param)] = self.frozen.freeze(self.reward)
-            else:
-                policies.pop((component, param), None)
-                config = self.config.with_value(component, param, value)
-        else:
-            value = self._propose(component, param, spec.kind, rng, t)
-            config = self.config.with_value(component, param, value)
-        if config.digest == self.config.digest and policies == self.policies:
-            return self._record(t, component, param, False, before, None, value,
-                                "no change proposed", t0)
-        tried = self._rejected.setdefault((component, param), set())
-        picked = (self._couple(component, param, value, config, policies, t)
-                  if self.s.kinds[spec.kind].coupled and value != POLICY else Variant(config))
-        key = variant_key(value, picked.reset) if picked is not None else None
-        if picked is None or key in tried:  # a re-proposal
-            return self._record(t, component, param, False, before, None, value,
-                                "already rejected under this config", t0)
-        config, reset = picked.config, picked.reset
-        new_traces = self._validate(component, config, policies)
-        checked = [e for e in self.val if e.id in new_traces]
-        new_scores = [new_traces[e.id].reward or 0.0 for e in checked]
-        old_scores = [self.val_traces[e.id].reward or 0.0 for e in checked]
-        complete = len(checked) == len(self.val)
-        accepted = complete and self.s.gate.accept(new_scores, old_scores)
-        # stopped early: the full-set estimate is the current score plus the paired difference
-        after = (sum(new_scores) / len(checked) if complete
-                 else before + (sum(new_scores) - sum(old_scores)) / len(checked))
-        if accepted:
-            for digest in policies.values():  # on disk before a ledger row names it
+    def _commit(self, t: int, out: Outcome, t0: float) -> StepRecord:
+        """Apply the step's outcome to the run (an accepted proposal becomes the config and the
+        rewards adapt on a fresh batch; a rejected one is remembered), then write its ledger
+        row, whole, after everything it names is on disk."""
+        p = out.proposal
+        if out.accepted and p is not None:
+            for digest in p.policies.values():  # on disk before a ledger row names it
                 self.frozen.save(digest)
-            self.config, self.policies, self.val_traces = config, policies, new_traces
-            for tr in new_traces.values():
+            self.config, self.policies = p.config, dict(p.policies)
+            self.val_traces = dict(out.traces)
+            for tr in out.traces.values():
                 self.store.put_trace("val", tr)
-            fresh = self._fresh_batch(t)
-            self.reward.adapt(self._collect(fresh, "adapt"))
+            self.reward.adapt(self._collect(fresh_batch(self._env(), t), "adapt"))
             self._checkpoint(f"step{t}")
-            self._rejected = {}  # a new config: earlier rejections no longer say anything
-        else:
-            tried.add(key)
-        reason = ("validation improved" if accepted else REJECTED if complete
-                  else REJECTED_EARLY)
-        return self._record(t, component, param, accepted, before, after, value, reason, t0,
-                            checked=len(checked), reset=reset)
-
-    def _aligned(self, component: str) -> bool:
-        """Stage 1's cross-validated pairwise accuracy is above ``min_alignment``; a component
-        measured on too few pairs (or not at all: too few inputs to cross-validate) passes."""
-        measured = (self.store.get_meta("lrf_alignment") or {}).get(component)
-        return (measured is None or measured["pairs"] < self.s.min_alignment_pairs
-                or measured["accuracy"] > self.s.min_alignment)
-
-    def _validate(self, component: str, config: SystemConfig,
-                  policies: Policies) -> dict[str, Trace]:
-        """The candidate's val traces, re-running from ``component`` on; stopped at a gate
-        checkpoint once the candidate is clearly worse (then only a prefix of val is here)."""
-        rt, key = self.runtime_for(policies), self._key(config, policies)
-        out: dict[str, Trace] = {}
-        done = 0
-        for stop in self.s.gate.checkpoints(len(self.val)):
-            for e in self.val[done:stop]:
-                trace = self.task.score(self.system.run_from(component, self.val_traces[e.id],
-                                                             config, rt), e)
-                trace.config_digest = key
-                out[e.id] = trace
-            done = stop
-            seen = self.val[:done]
-            if done < len(self.val) and self.s.gate.clearly_worse(
-                    [out[e.id].reward or 0.0 for e in seen],
-                    [self.val_traces[e.id].reward or 0.0 for e in seen]):
-                break
-        self.account.add_traces("validation", out.values())
-        return out
-
-    def _fresh_batch(self, t: int) -> list[Example]:
-        return window(self.train, t, self.s.fresh_inputs)
-
-    def _record(self, t: int, component: str, param: str, accepted: bool, before: float,
-                after: float | None, value: Any, reason: str, t0: float,
-                checked: int = 0, reset: tuple[str, ...] = ()) -> StepRecord:
-        rec = StepRecord(t, component, param, accepted, before, after, to_jsonable(value),
-                         reason, time.perf_counter() - t0, reset)
-        self.store.put_step(t, "accepted" if accepted else "rejected", {
-            "component": component, "param": param, "value": rec.value, "reason": reason,
-            "reset": list(reset), "variants": self._variants,
-            "val_before": before, "val_after": after, "val_checked": checked,
-            "seconds": rec.seconds,
+            self.rejected = frozenset()  # a new config: earlier rejections no longer say anything
+        elif out.state.rejected and p is not None:
+            self.rejected |= {out.rejection}
+        rec = StepRecord(t, out.component, out.param, out.accepted, out.before, out.after,
+                         to_jsonable(out.value), out.why, time.perf_counter() - t0, out.reset)
+        self.store.put_step(t, "accepted" if out.accepted else "rejected", {
+            **out.row(), "seconds": rec.seconds,
             "config": self.config.to_json(), "policies": sorted(self.policies),
             "selectors": selectors_json(self.policies),
             "lrf_checkpoint": self._ckpt, "account": self.account.to_json(),
-            "ledger": self.ledger().to_json(),
-            # what the local optimizer compared, best first: why it proposed what it did
-            "candidates": [{"value": to_jsonable(v), "local_reward": r} for v, r in
-                           sorted(self._scored, key=lambda vr: -vr[1])[:10]]})
-        self._scored, self._variants = [], []
+            "ledger": self.ledger().to_json()})
         return rec

@@ -2,8 +2,9 @@
 
 Quality is the mean local reward of the component's outputs on the search sample, cost the LLM
 tokens it spends per input; both relative to the current instruction. Children come from the
-loop's edit operators (``EditMutator``) or any ``coalign.search`` mutator. The proposal is the
-front's best-quality candidate (cheaper on ties) when it beats the current instruction.
+loop's edit operators (``EditMutator``) or any ``coalign.search`` mutator. It returns the front,
+best quality first (cheaper on ties), and the current instruction at quality 0: the loop proposes
+the best front member the gate has not turned down when it beats the current instruction.
 
 Token counts come from the step usage of fresh calls: run with a response cache that already
 holds the answers and cached calls count zero tokens, so give this optimizer its own cold cache
@@ -15,9 +16,8 @@ from __future__ import annotations
 import random
 import tempfile
 from collections.abc import Sequence
-from typing import Any
 
-from coalign.optimize._base import BaseLocalOptimizer, LocalContext
+from coalign.optimize._base import BaseLocalOptimizer, LocalView, Scored
 from coalign.optimize._text import EDITS
 from coalign.params import TextValue
 from coalign.search import (
@@ -62,7 +62,7 @@ def instruction_of(prompt: str) -> str:
 
 
 class _LocalEvaluator:
-    def __init__(self, ctx: LocalContext, demos: tuple[dict[str, str], ...]) -> None:
+    def __init__(self, ctx: LocalView, demos: tuple[dict[str, str], ...]) -> None:
         self.ctx, self.demos = ctx, demos
 
     def evaluate(self, prompt: str) -> Evaluation:
@@ -77,7 +77,7 @@ class ParetoTextOptimizer(BaseLocalOptimizer):
         self.mutator = mutator
         self.last_state: SearchState | None = None
 
-    def propose(self, ctx: LocalContext) -> Any:
+    def propose(self, ctx: LocalView) -> list[Scored]:
         current: TextValue = ctx.current
         state = SearchState(run_id=f"{ctx.component}.{ctx.param}", seed=ctx.rng.randrange(2**31),
                             evaluation_budget=self.budget, max_rounds=self.max_rounds,
@@ -91,13 +91,8 @@ class ParetoTextOptimizer(BaseLocalOptimizer):
         scored = [c for c in self.last_state.candidates.values() if c.scored]
         value = {c.prompt_version: TextValue(instruction_of(c.prompt), current.demos)
                  for c in scored}
-        ctx.history.extend((value[c.prompt_version], c.quality_score) for c in scored)
-        # prompts the gate already rejected under this config would only be rejected again
-        front = [c for c in compute_pareto_front(scored)
-                 if not ctx.was_rejected(value[c.prompt_version])]
-        if not front:
-            return current
-        best = max(front, key=lambda c: (c.quality_score, -c.cost))
-        if best.quality_score <= 0:
-            return current
-        return value[best.prompt_version]
+        # a dominated prompt is never proposed, even when the front members above it were
+        # rejected; a stable sort keeps the front's order on ties, as max() did
+        front = sorted(compute_pareto_front(scored), key=lambda c: (-c.quality_score, c.cost))
+        return [Scored(current, 0.0),  # quality is relative to the current instruction
+                *(Scored(value[c.prompt_version], c.quality_score) for c in front)]

@@ -3,8 +3,9 @@
 Each step proposes ``n_candidates`` from three sources, round-robin: a proposer LM shown the best
 scored instructions so far (OPRO-style), demonstrations bootstrapped from the outputs the LRF
 ranks highest (search outputs and rollout winners), and simple edit operators. Every candidate
-is scored by the mean local reward of the component's outputs on the search sample; the best
-value found is proposed.
+is scored by the mean local reward of the component's outputs on the search sample; every scored
+value is returned (the loop proposes the best one the gate has not turned down, if it beats the
+current value).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from coalign.component import first_line, render_fields, render_value
 from coalign.lm import chat
-from coalign.optimize._base import BaseLocalOptimizer, LocalContext
+from coalign.optimize._base import BaseLocalOptimizer, LocalView, Scored
 from coalign.params import Text, TextValue
 
 EDITS: tuple[Callable[[str], str], ...] = (
@@ -85,7 +86,7 @@ class TextOptimizer(BaseLocalOptimizer):
         self.n_demos = n_demos
         self.max_demo_chars = max_demo_chars
 
-    def propose(self, ctx: LocalContext) -> Any:
+    def propose(self, ctx: LocalView) -> list[Scored]:
         spec = ctx.task.system.component(ctx.component).params[ctx.param]
         pool: dict[str, tuple[TextValue, float]] = {}
 
@@ -93,13 +94,12 @@ class TextOptimizer(BaseLocalOptimizer):
             key = repr(value)
             if key not in pool:
                 pool[key] = (value, ctx.mean_reward(value))
-                ctx.history.append(pool[key])
 
         score(ctx.current)
         if isinstance(spec, Text) and spec.candidates:  # a finite space: rank all of it
             for value in spec.candidates:
                 score(value)
-            return self._best_open(ctx, pool)
+            return [Scored(v, r) for v, r in pool.values()]
         # without a proposer LM its turns go to the other sources instead of being wasted
         sources = ([self._from_proposer] if ctx.proposer else []) + [self._from_edit,
                                                                      self._from_demos]
@@ -111,18 +111,9 @@ class TextOptimizer(BaseLocalOptimizer):
                 turn += 1
                 if candidate is not None and isinstance(spec, Text):
                     score(spec.validate(candidate))
-        return self._best_open(ctx, pool)
+        return [Scored(v, r) for v, r in pool.values()]
 
-    @staticmethod
-    def _best_open(ctx: LocalContext, pool: dict[str, tuple[TextValue, float]]) -> Any:
-        # a value the gate already rejected under this config would only be rejected again
-        open_ = [vs for vs in pool.values() if not ctx.was_rejected(vs[0])]
-        if not open_:
-            return ctx.current
-        best_value, best_score = max(open_, key=lambda vs: vs[1])
-        return best_value if best_score > pool[repr(ctx.current)][1] else ctx.current
-
-    def _from_proposer(self, ctx: LocalContext, best: TextValue,
+    def _from_proposer(self, ctx: LocalView, best: TextValue,
                        pool: dict[str, tuple[TextValue, float]]) -> TextValue | None:
         if ctx.proposer is None:
             return None
@@ -142,7 +133,7 @@ class TextOptimizer(BaseLocalOptimizer):
                               ctx.current.instruction)
         return TextValue(text, best.demos) if text else None
 
-    def _from_edit(self, ctx: LocalContext, best: TextValue,
+    def _from_edit(self, ctx: LocalView, best: TextValue,
                    pool: dict[str, tuple[TextValue, float]]) -> TextValue | None:
         # without replacement: an edit already scored from this instruction would only re-score it
         for i in ctx.rng.sample(range(len(EDITS)), len(EDITS)):
@@ -161,7 +152,7 @@ class TextOptimizer(BaseLocalOptimizer):
         edited.pop(repr(current), None)
         return tuple(rng.sample(list(edited.values()), min(k, len(edited))))
 
-    def _from_demos(self, ctx: LocalContext, best: TextValue,
+    def _from_demos(self, ctx: LocalView, best: TextValue,
                     pool: dict[str, tuple[TextValue, float]]) -> TextValue | None:
         # the search outputs under `best` plus the outputs that won their rollout pairs: the
         # latter are many more inputs to bootstrap from, at no LLM cost

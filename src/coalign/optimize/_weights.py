@@ -19,7 +19,7 @@ import torch
 
 from coalign.component import PolicyComponent
 from coalign.errors import ConfigError
-from coalign.optimize._base import BaseLocalOptimizer, LocalContext
+from coalign.optimize._base import BaseLocalOptimizer, LocalView, Scored
 from coalign.params import Weights, WeightsValue
 from coalign.rewards._heads import single_thread
 from coalign.task import Task
@@ -101,10 +101,10 @@ class ReinforceWeightsOptimizer(BaseLocalOptimizer):
         self.ppo, self.ppo_epochs, self.clip, self.seed = ppo, ppo_epochs, clip, seed
         self.curve: list[float] = []  # mean LRF reward of the draws, per epoch (last propose)
 
-    def propose(self, ctx: LocalContext) -> Any:
+    def propose(self, ctx: LocalView) -> list[Scored]:
         policy, spec = policy_of(ctx.task, ctx.component, ctx.param)
         if not ctx.search:
-            return ctx.current
+            return []
         current = WeightsValue(ctx.current)
         module = spec.build(current)
         module.train()
@@ -115,12 +115,11 @@ class ReinforceWeightsOptimizer(BaseLocalOptimizer):
             for _ in range(self.epochs):
                 self._epoch(ctx, policy, module, optimizer, rng)
         proposed = WeightsValue(spec.validate(snapshot(module)))
-        before, after = ctx.mean_reward(current), ctx.mean_reward(proposed)
-        ctx.history.extend([(current, before), (proposed, after)])
-        # weights the gate already rejected under this config would only be rejected again
-        return proposed if after > before and not ctx.was_rejected(proposed) else ctx.current
+        # the trained weights against the current ones, by their greedy outputs
+        return [Scored(current, ctx.mean_reward(current)),
+                Scored(proposed, ctx.mean_reward(proposed))]
 
-    def _epoch(self, ctx: LocalContext, policy: PolicyComponent, module: torch.nn.Module,
+    def _epoch(self, ctx: LocalView, policy: PolicyComponent, module: torch.nn.Module,
                optimizer: torch.optim.Optimizer, rng: random.Random) -> None:
         items = [(x, policy.sample(module, x, rng, self.temperature))
                  for x in ctx.search for _ in range(self.samples)]

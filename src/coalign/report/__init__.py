@@ -9,12 +9,15 @@ from coalign.report._data import (
     ExampleAnswer,
     ParamView,
     ReportData,
+    RouteRow,
     StepRow,
+    StepTest,
     build_report_data,
 )
 from coalign.report._html import render_html
 from coalign.report._write import REPORT_NAME, write_report
 
 __all__ = ["REPORT_NAME", "AlignmentRow", "ConfigExamples", "CostRow", "CurvePoint",
-           "ExampleAnswer", "ParamView", "ReportData", "StepRow", "build_report_data",
+           "ExampleAnswer", "ParamView", "ReportData", "RouteRow", "StepRow", "StepTest",
+           "build_report_data",
            "render_chart", "render_html", "write_report"]

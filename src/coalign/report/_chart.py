@@ -1,72 +1,58 @@
-"""The validation score over iterations as an inline SVG line chart (no scripts, no fonts to load).
+"""The anytime curve of a run as an inline SVG (``_lines.line_chart``; no scripts, no fonts).
 
-The line is the current system's score (a step function); a filled dot marks an accepted step, a
-hollow one the score of a rejected proposal. Every dot has a ``<title>`` tooltip, which browsers
-show on hover without any JavaScript.
+The current system's validation score against the cost spent so far, drawn as steps (it
+changes only when a step is accepted), with its test metric where the run store holds it; a
+large dot marks an accepted step, a hollow one the score of a rejected proposal. Every dot has a
+``<title>`` tooltip, which browsers show on hover without any JavaScript.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
 
 from coalign.report._data import CurvePoint
+from coalign.report._lines import SeriesPoint, SeriesStyle, line_chart
 
-WIDTH, HEIGHT = 720, 280
-LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 40
-
-
-def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    return [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+RUNS_LABEL = "cost so far (equivalent full-system runs)"
+STEPS_LABEL = "step (the cost of each step was not recorded)"
 
 
-def _bounds(points: Sequence[CurvePoint]) -> tuple[float, float]:
-    values = [p.score for p in points] + [p.candidate for p in points if p.candidate is not None]
-    lo, hi = min(values), max(values)
-    pad = (hi - lo) * 0.1 or max(abs(hi) * 0.1, 0.05)  # a flat curve still gets a visible band
-    return lo - pad, hi + pad
+def _where(p: CurvePoint) -> str:
+    spent = f", {p.runs:.1f} runs spent" if p.runs is not None else ""
+    return ("start" if p.step < 0 else f"step {p.step}") + spent
 
 
-def render_chart(points: Sequence[CurvePoint], metric: str = "validation score") -> str:
-    """SVG markup of ``points``; an empty string when there is nothing to plot."""
+def render_chart(points: Sequence[CurvePoint], metric: str = "score") -> str:
+    """SVG markup of ``points``; an empty string when there is nothing to plot. The x axis is
+    the equivalent runs spent when every point has them, else the step index."""
     if not points:
         return ""
-    lo, hi = _bounds(points)
-    x0, x1 = points[0].step, max(points[-1].step, points[0].step + 1)
+    by_cost = all(p.runs is not None for p in points)
 
-    def x(step: int) -> float:
-        return LEFT + (step - x0) / (x1 - x0) * (WIDTH - LEFT - RIGHT)
+    def at(p: CurvePoint, y: float, what: str) -> SeriesPoint:
+        x = p.runs if by_cost and p.runs is not None else float(p.step)
+        return SeriesPoint(x, y, tip=f"{_where(p)}: {what} {y:.4f}")
 
-    def y(value: float) -> float:
-        return TOP + (hi - value) / (hi - lo) * (HEIGHT - TOP - BOTTOM)
-
-    parts = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
-             f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-             f'aria-label="{escape(metric)} over iterations">']
-    for v in _ticks(lo, hi):
-        parts.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(v):.1f}" '
-                     f'y2="{y(v):.1f}"/><text class="tick" x="{LEFT - 6}" y="{y(v) + 4:.1f}" '
-                     f'text-anchor="end">{v:.3f}</text>')
-    step_every = max(1, (x1 - x0) // 10)
-    for s in range(x0, x1 + 1, step_every):
-        label = "start" if s < 0 else str(s)
-        parts.append(f'<text class="tick" x="{x(s):.1f}" y="{HEIGHT - BOTTOM + 16}" '
-                     f'text-anchor="middle">{label}</text>')
-    parts.append(f'<text class="axis" x="{(LEFT + WIDTH - RIGHT) / 2:.1f}" y="{HEIGHT - 6}" '
-                 f'text-anchor="middle">step</text>')
-    # Drawn as steps: the current system keeps its score until a step is accepted.
-    corners = [(points[0].step, points[0].score)]
-    for prev, p in zip(points, points[1:], strict=False):
-        corners += [(p.step, prev.score), (p.step, p.score)]
-    line = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in corners)
-    parts.append(f'<polyline class="current" points="{line}"/>')
-    for p in points:
-        if p.candidate is not None and not p.accepted:
-            parts.append(f'<circle class="rejected" cx="{x(p.step):.1f}" '
-                         f'cy="{y(p.candidate):.1f}" r="4"><title>step {p.step}: rejected, '
-                         f'{p.candidate:.4f}</title></circle>')
-        if p.accepted:
-            parts.append(f'<circle class="accepted" cx="{x(p.step):.1f}" cy="{y(p.score):.1f}" '
-                         f'r="5"><title>step {p.step}: accepted, {p.score:.4f}</title></circle>')
-    parts.append("</svg>")
-    return "".join(parts)
+    val = f"validation {metric}"
+    series = {val: [at(p, p.score, f"validation {metric}") for p in points]}
+    styles = {val: SeriesStyle(color="#1a73e8", line="steps")}
+    accepted = [at(p, p.score, f"accepted, validation {metric}") for p in points if p.accepted]
+    if accepted:
+        series["accepted step"] = accepted
+        styles["accepted step"] = SeriesStyle(color="#137333", line="none", dot="large")
+    rejected = [at(p, p.candidate, f"rejected, validation {metric}") for p in points
+                if p.candidate is not None and not p.accepted]
+    if rejected:
+        name = "rejected proposal (validation)"
+        series[name] = rejected
+        styles[name] = SeriesStyle(color="#888888", line="none", dot="hollow")
+    tested = [p for p in points if p.test is not None]
+    if tested:
+        whole = len(tested) == len(points)  # else only where the test score changes is known
+        name = f"test {metric}"
+        series[name] = [at(p, p.test, f"test {metric}") for p in tested
+                        if whole or p.step < 0 or p.accepted]
+        styles[name] = SeriesStyle(color="#d62728", line="steps" if whole else "none",
+                                   dot="filled")
+    return line_chart(series, x_label=RUNS_LABEL if by_cost else STEPS_LABEL,
+                      y_label=f"{metric} (mean over the split)", styles=styles)

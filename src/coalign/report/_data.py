@@ -13,12 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coalign.costs import PHASES, CostAccount
 from coalign.pairs import canonical_json
+from coalign.report._costs import CostRow, ledger_costs, read_account
+from coalign.report._routing import RouteRow, routing_rows
+from coalign.report._scores import StepTest, StoredTests, step_tests, test_scores
 from coalign.store import RunStore
 from coalign.trace import Trace
 
-# Table 11 order; other phases (e.g. local_search) follow alphabetically.
 POLICY_VALUE = "lrf-selector"  # what the loop records for a per-instance param
 
 
@@ -35,6 +36,7 @@ class StepRow:
     seconds: float | None
     # what the local optimizer compared: (value summary, mean local reward), best first
     candidates: tuple[tuple[str, float], ...] = ()
+    runs: float | None = None  # equivalent full-system runs spent so far (the step's ledger)
 
 
 @dataclass(frozen=True)
@@ -45,14 +47,8 @@ class CurvePoint:
     score: float
     candidate: float | None  # the proposal's validation score (None: nothing was validated)
     accepted: bool
-
-
-@dataclass(frozen=True)
-class CostRow:
-    phase: str
-    runs: float
-    llm_calls: int
-    cache_hits: int | None = None  # ledgers recorded before cache hits were counted
+    runs: float | None = None  # equivalent runs spent by then (None: not recorded)
+    test: float | None = None  # the current system's test metric, where stored
 
 
 @dataclass(frozen=True)
@@ -104,6 +100,10 @@ class ReportData:
     final: tuple[ParamView, ...]
     examples: tuple[ConfigExamples, ...]
     missing: tuple[str, ...]
+    metric: str = "score"  # the global metric's name
+    step_tests: tuple[StepTest, ...] = ()
+    routing: tuple[RouteRow, ...] = ()
+    routing_source: str = ""  # which traces the routing figures come from
 
     @property
     def accepted(self) -> int:
@@ -170,8 +170,16 @@ def step_rows(steps: Sequence[tuple[int, str, dict]]) -> tuple[StepRow, ...]:
                          summarize_value(rec.get("value")) + reset_note(rec.get("reset")),
                          _reason(rec), _float(rec.get("val_before")),
                          _float(rec.get("val_after")), _float(rec.get("seconds")),
-                         _candidates(rec.get("candidates")) + _variants(rec))
+                         _candidates(rec.get("candidates")) + _variants(rec),
+                         _spent(rec.get("ledger")))
                  for step, state, rec in steps)
+
+
+def _spent(ledger: Any) -> float | None:
+    """A ledger's total equivalent runs."""
+    runs = ledger.get("runs") if isinstance(ledger, Mapping) else None
+    values = [_float(v) for v in runs.values()] if isinstance(runs, Mapping) else [None]
+    return None if None in values else sum(v for v in values if v is not None)
 
 
 def _reason(rec: dict) -> str:
@@ -204,47 +212,24 @@ def _variants(rec: dict) -> tuple[tuple[str, float], ...]:
     return tuple(out)
 
 
-def curve(rows: Sequence[StepRow]) -> tuple[CurvePoint, ...]:
-    """The current system's validation score over iterations, starting before step 0."""
+def curve(rows: Sequence[StepRow], tests: Mapping[int, float] | None = None,
+          start_runs: float | None = None) -> tuple[CurvePoint, ...]:
+    """The current system's validation score over iterations, starting before step 0, with
+    the runs spent by then and the current system's test metric where ``tests`` (step -> test
+    metric after that step; -1: before any) has it."""
+    tests = tests or {}
     points: list[CurvePoint] = []
+    test = tests.get(-1)
     for row in rows:
         if row.val_before is None:
             continue
         if not points:
-            points.append(CurvePoint(-1, row.val_before, None, False))
-        now = row.val_after if row.accepted and row.val_after is not None else row.val_before
-        points.append(CurvePoint(row.step, now, row.val_after, row.accepted))
+            points.append(CurvePoint(-1, row.val_before, None, False, start_runs, test))
+        now = row.val_before
+        if row.accepted and row.val_after is not None:
+            now, test = row.val_after, tests.get(row.step)
+        points.append(CurvePoint(row.step, now, row.val_after, row.accepted, row.runs, test))
     return tuple(points)
-
-
-def _phase_key(phase: str) -> tuple[int, str]:
-    return (PHASES.index(phase) if phase in PHASES else len(PHASES), phase)
-
-
-def cost_rows(runs: Mapping[str, float], calls: Mapping[str, int],
-              hits: Mapping[str, int] | None = None) -> tuple[CostRow, ...]:
-    return tuple(CostRow(p, float(runs[p]), int(calls.get(p, 0)),
-                         None if hits is None else int(hits.get(p, 0)))
-                 for p in sorted(runs, key=_phase_key))
-
-
-def _costs(steps: Sequence[tuple[int, str, dict]],
-           store: RunStore) -> tuple[tuple[CostRow, ...], str]:
-    if steps and isinstance(steps[-1][2].get("ledger"), Mapping):
-        ledger = steps[-1][2]["ledger"]
-        hits = ledger.get("cache_hits")
-        return (cost_rows(ledger.get("runs", {}), ledger.get("llm_calls", {}),
-                          hits if isinstance(hits, Mapping) else None),
-                f"ledger after step {steps[-1][0]}")
-    stage1 = store.get_meta("stage1_account")
-    if isinstance(stage1, Mapping):  # killed after LRF training, before any step
-        account = CostAccount.from_json(stage1)
-        usage = {p: account.total_usage(p) for p in sorted(account.executed)}
-        return (cost_rows({p: account.equivalent_runs(p) for p in usage},
-                          {p: u.calls for p, u in usage.items()},
-                          {p: u.cache_hits for p, u in usage.items()}),
-                "stage 1 only (no optimizer step recorded)")
-    return (), "none"
 
 
 def alignment_rows(raw: Any) -> tuple[AlignmentRow, ...]:
@@ -282,14 +267,19 @@ def final_params(config: Mapping[str, Mapping[str, Any]], policies: Sequence[Seq
     return tuple(out)
 
 
+def selectors_suffix(policies: Sequence[Sequence[str]], selectors: Any = None) -> str:
+    """Each policy with the digest of its frozen reward (``optimize._selectors.policy_suffix``):
+    what follows the config digest in a trace key, and ``test`` in a test trace's tag."""
+    frozen = selectors if isinstance(selectors, Mapping) else {}
+    return "".join(sorted(f"|{c}.{p}@{str(frozen.get(f'{c}.{p}', ''))[:12]}"
+                          for c, p in policies))
+
+
 def config_key(system: str, config: Mapping, policies: Sequence[Sequence[str]],
                selectors: Any = None) -> str:
-    """The trace key the loop stores validation traces under: config digest + each policy with
-    the digest of its frozen reward (``optimize._selectors.policy_suffix``)."""
+    """The trace key the loop stores validation traces under: config digest + selectors."""
     digest = hashlib.sha256(canonical_json([system, config]).encode("utf-8")).hexdigest()
-    frozen = selectors if isinstance(selectors, Mapping) else {}
-    return digest + "".join(sorted(f"|{c}.{p}@{str(frozen.get(f'{c}.{p}', ''))[:12]}"
-                                   for c, p in policies))
+    return digest + selectors_suffix(policies, selectors)
 
 
 def _answer(trace: Trace) -> str:
@@ -336,7 +326,7 @@ def build_report_data(store: RunStore, *, examples_per_config: int = 3) -> Repor
     rows = step_rows(steps)
     if not steps:
         missing.append("optimizer steps: none recorded (the run stopped before its first step)")
-    costs, cost_source = _costs(steps, store)
+    costs, cost_source = ledger_costs(steps, store)
     if not costs:
         missing.append("cost ledger: no ledger or stage-1 account recorded")
     alignment = alignment_rows(store.get_meta("lrf_alignment"))
@@ -348,25 +338,69 @@ def build_report_data(store: RunStore, *, examples_per_config: int = 3) -> Repor
         missing.append("test result: not recorded (the run did not reach its test evaluation)")
     final: tuple[ParamView, ...] = ()
     labels: dict[str, str] = {}
+    tested = StoredTests.read(store, {"", *(selectors_suffix(_policies(r.get("policies")),
+                                                             r.get("selectors"))
+                                           for _, _, r in steps)})
+    keys = _keys(None if system is None else str(system), steps, tested.digests)
     if steps:
         last = steps[-1][2]
         final = final_params(_config(last.get("config")), _policies(last.get("policies")), rows)
-        if system is not None:
-            for step, state, rec in steps:
-                if state == "accepted" and isinstance(rec.get("config"), Mapping):
-                    key = config_key(str(system), rec["config"], _policies(rec.get("policies")),
-                                     rec.get("selectors"))
-                    labels.setdefault(key, f"after step {step} (accepted)")
+        for step, key in keys.items():
+            if step != _LAST:
+                labels.setdefault(key, f"after step {step} (accepted)")
     if steps and not final:
         missing.append("final configuration: the last step recorded no config")
     val_traces = store.trace_sample("val", examples_per_config)
     if not val_traces:
         missing.append("example answers: no validation traces recorded")
+    tests = test_scores(tested, {t: k for t, k in keys.items() if t != _LAST}, result)
+    routing, routing_source = _routing(store, tested, keys.get(_LAST))
+    stage1 = read_account(store.get_meta("stage1_account"))
+    metric = (result or {}).get("metric") or (
+        run_config.get("metric") if isinstance(run_config, Mapping) else None) or "score"
     return ReportData(
         run_dir=str(store.run_dir), system=None if system is None else str(system),
         run_config=None if run_config is None else json.dumps(run_config, indent=2,
                                                               ensure_ascii=False),
-        result=result, steps=rows, curve=curve(rows), costs=costs, cost_source=cost_source,
-        alignment=alignment, final=final,
+        result=result, steps=rows,
+        curve=curve(rows, tests, None if stage1 is None else stage1.equivalent_runs()),
+        costs=costs, cost_source=cost_source, alignment=alignment, final=final,
         examples=example_groups(val_traces, labels, examples_per_config),
-        missing=tuple(missing))
+        missing=tuple(missing), metric=str(metric), step_tests=step_tests(rows, tests),
+        routing=routing, routing_source=routing_source)
+
+
+_LAST = "last"  # in ``_keys``: the config after the last step, accepted or not
+
+
+def _keys(system: str | None, steps: Sequence[tuple[int, str, dict]],
+          digests: Mapping[str, str]) -> dict[int | str, str]:
+    """The trace key of the config after each accepted step, and after the last step. A
+    config evaluated on test has its digest stored (``digests``: by canonical JSON); another is
+    hashed under the run's system name (right when it is the ``System``'s own name)."""
+    out: dict[int | str, str] = {}
+    for step, state, rec in steps:
+        digest = digests.get(canonical_json(rec.get("config")))
+        if not isinstance(rec.get("config"), Mapping) or (digest is None and system is None):
+            continue
+        policies, selectors = _policies(rec.get("policies")), rec.get("selectors")
+        key = (config_key(str(system), rec["config"], policies, selectors) if digest is None
+               else digest + selectors_suffix(policies, selectors))
+        if state == "accepted":
+            out[step] = key
+        if step == steps[-1][0]:
+            out[_LAST] = key
+    return out
+
+
+def _routing(store: RunStore, tested: StoredTests,
+             key: str | None) -> tuple[tuple[RouteRow, ...], str]:
+    """Per-instance choices of the final config: on its test traces, else on validation."""
+    if key is None:
+        return (), ""
+    for split, traces in (("test", lambda: tested.traces.get(key, [])),
+                          ("validation", lambda: store.traces("val", key))):
+        rows = routing_rows(traces(), summarize_value)
+        if rows:
+            return rows, f"the final system on the {split} split"
+    return (), ""

@@ -12,19 +12,19 @@ from html import escape
 
 from coalign.report._chart import render_chart
 from coalign.report._data import ReportData
+from coalign.report._figures import alignment_chart, cost_chart, routing_chart, step_test_chart
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:3px 8px;
+table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:3px 6px;
 vertical-align:top;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.accepted td.state{color:#137333;font-weight:600}tr.rejected td.state{color:#888}
 tr.total td{font-weight:600}pre{white-space:pre-wrap;background:#f6f6f6;padding:.6em;margin:.3em 0}
 .missing{background:#fff4e5;border:1px solid #f0c36d;padding:.5em 1em}
-.chart{max-width:100%;height:auto}.chart .grid{stroke:#eee}
-.chart .tick,.chart .axis{font-size:11px;fill:#555}
-.chart .current{fill:none;stroke:#1a73e8;stroke-width:2}
-.chart .accepted{fill:#137333}.chart .rejected{fill:#fff;stroke:#999;stroke-width:1.5}
+figure.chart{margin:.6em 0 1em}figure.chart svg{display:block;max-width:100%;height:auto}
+figure.chart figcaption{color:#555;font-size:13px;margin-top:.3em}
+.wide{overflow-x:auto;max-width:100%}td,li,code{overflow-wrap:break-word}td.text{overflow-wrap:anywhere;min-width:8em}
 .muted{color:#777}
 """
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -41,7 +41,8 @@ def _num(value: float | None, digits: int = 4) -> str:
 def _table(head: Sequence[str], rows: Iterable[str], cls: str = "") -> str:
     ths = "".join(f"<th>{_e(h)}</th>" for h in head)
     attr = f' class="{cls}"' if cls else ""
-    return f"<table{attr}><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return (f'<div class="wide"><table{attr}><thead><tr>{ths}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def _summary(d: ReportData) -> str:
@@ -64,6 +65,44 @@ def _missing(d: ReportData) -> str:
     return f'<div class="missing"><b>Missing from this run store:</b><ul>{items}</ul></div>'
 
 
+def _figure(name: str, svg: str, caption: str, absent: str) -> str:
+    """A chart with its caption, or the one-line note saying why it is not drawn."""
+    if not svg:
+        return f'<p class="muted absent" id="no-chart-{name}">Not drawn: {_e(absent)}</p>'
+    return (f'<figure class="chart" id="chart-{name}">{svg}<figcaption>{_e(caption)}'
+            "</figcaption></figure>")
+
+
+def _anytime(d: ReportData) -> str:
+    return _figure(
+        "anytime", render_chart(d.curve, d.metric),
+        f"Blue steps: validation {d.metric} of the current system (it changes only when a step "
+        "is accepted); large green dots: accepted steps; hollow grey dots: validation score of "
+        f"a rejected proposal; red: test {d.metric} of the current system, where stored. The "
+        "curve starts where stage 1 (collecting pairs, training the local rewards) ended.",
+        "no step recorded a validation score.")
+
+
+def _step_tests(d: ReportData) -> str:
+    absent = ("no step was accepted." if not d.accepted else
+              "no accepted step has its test score stored (Job.steps_on_test() stores them; "
+              "coalign optimize stores only the unoptimized and the final system's).")
+    return _figure("step-tests", step_test_chart(d.step_tests, d.metric),
+                   f"Test {d.metric} before and after each accepted step: does its validation "
+                   "gain hold on test? Before a step is after the previous accepted one.",
+                   absent)
+
+
+def _routing(d: ReportData) -> str:
+    return _figure(
+        "routing", routing_chart(d.routing, d.metric, d.final),
+        f"Per option: its share of the inputs, their mean {d.metric}, and per input the "
+        "component's LLM tokens (fresh calls; a cache hit costs none) and seconds; from "
+        f"{d.routing_source}.",
+        "the final system's stored traces record no per-instance choice (no per-instance "
+        "param, or no traces of the final system).")
+
+
 def _steps(d: ReportData) -> str:
     if not d.steps:
         return '<p class="muted">No optimizer steps recorded.</p>'
@@ -73,7 +112,7 @@ def _steps(d: ReportData) -> str:
         rows.append(
             f'<tr class="{state}" id="step-{s.step}"><td class="num">{s.step}</td>'
             f'<td class="state">{state}</td><td>{_e(s.component)}</td><td>{_e(s.param)}</td>'
-            f"<td>{_e(s.value)}{_candidates(s.candidates)}</td>"
+            f'<td class="text">{_e(s.value)}{_candidates(s.candidates)}</td>'
             f"<td class=\"num\">{_num(s.val_before)}</td>"
             f'<td class="num">{_num(s.val_after)}</td><td>{_e(s.reason)}</td>'
             f'<td class="num">{_num(s.seconds, 1)}</td></tr>')
@@ -102,8 +141,12 @@ def _costs(d: ReportData) -> str:
     rows.append(f'<tr class="total"><td>total</td><td class="num">{d.total_runs:.2f}</td>'
                 f'<td class="num">{d.total_calls}</td>'
                 f'<td class="num">{hits(d.total_cache_hits)}</td></tr>')
-    return (f'<p class="muted">Equivalent full-system runs per phase; LLM calls the model '
-            f"answered and requests the response cache answered; source: "
+    chart = _figure("costs", cost_chart(d.costs),
+                    "Segments: the components that ran in each phase, in equal shares of a "
+                    "full run as the ledger counts them (where the run store kept the cost "
+                    "account).", "no cost ledger recorded.")
+    return (chart + f'<p class="muted">Equivalent full-system runs per phase; LLM calls the '
+            f"model answered and requests the response cache answered; source: "
             f"{_e(d.cost_source)}.</p>"
             + _table(["phase", "equivalent runs", "LLM calls", "cache hits"], rows, "costs"))
 
@@ -116,9 +159,13 @@ def _alignment(d: ReportData) -> str:
             f'<td class="num">{_num(a.accuracy, 3)}</td><td class="num">'
             f"{'—' if a.inputs is None else a.inputs}</td>"
             f'<td class="num">{_num(a.input_accuracy, 3)}</td></tr>' for a in d.alignment]
+    chart = _figure("alignment", alignment_chart(d.alignment),
+                    "How often each component's local reward ranks a held-out pair as the "
+                    "downstream reward does; the dashed line is chance.",
+                    "no component has an accuracy recorded.")
     return (
-        '<p class="muted">Pairwise accuracy of each local reward on held-out stage-1 pairs, '
-        "pooled and averaged per input (an input with many pairs counts once).</p>"
+        chart + '<p class="muted">Pairwise accuracy of each local reward on held-out stage-1 '
+        "pairs, pooled and averaged per input (an input with many pairs counts once).</p>"
         + _table(["component", "held-out pairs", "pairwise accuracy", "inputs",
                   "per-input accuracy"], rows, "alignment"))
 
@@ -150,7 +197,8 @@ def _examples(d: ReportData) -> str:
     out = []
     for i, group in enumerate(d.examples):
         is_open = " open" if i == len(d.examples) - 1 else ""  # the last validated: the final one
-        rows = [f"<tr><td>{_e(x.example_id)}</td><td>{_e(x.inputs)}</td><td>{_e(x.answer)}</td>"
+        rows = [f'<tr><td>{_e(x.example_id)}</td><td class="text">{_e(x.inputs)}</td>'
+                f'<td class="text">{_e(x.answer)}</td>'
                 f'<td class="num">{_num(x.reward, 3)}</td></tr>' for x in group.examples]
         out.append(f"<details{is_open}><summary>{_e(group.label)}</summary>"
                    + _table(["example", "inputs", "final answer", "reward"], rows, "examples")
@@ -160,7 +208,6 @@ def _examples(d: ReportData) -> str:
 
 def render_html(d: ReportData) -> str:
     """The whole page as a string."""
-    chart = render_chart(d.curve) or '<p class="muted">No validation scores to plot.</p>'
     config = (f"<details><summary>run configuration</summary><pre>{_e(d.run_config)}</pre>"
               "</details>" if d.run_config else "")
     title = f"coalign report: {d.system or 'unknown system'}"
@@ -169,12 +216,12 @@ def render_html(d: ReportData) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{_e(title)}</h1>{_summary(d)}{_missing(d)}{config}"
-        "<h2>Validation score over iterations</h2>"
-        '<p class="muted">Line: current system; filled dot: accepted step; hollow dot: '
-        f"rejected proposal.</p>{chart}"
+        f"<h2>Anytime curve: {_e(d.metric)} against cost</h2>{_anytime(d)}"
+        f"<h2>Test {_e(d.metric)} before and after each accepted step</h2>{_step_tests(d)}"
         f"<h2>Step ledger</h2>{_steps(d)}"
         f"<h2>Cost ledger</h2>{_costs(d)}"
         f"<h2>Local reward alignment</h2>{_alignment(d)}"
+        f"<h2>Per-instance choices: where the inputs went</h2>{_routing(d)}"
         f"<h2>Final configuration</h2>{_final(d)}"
         f"<h2>Example answers on validation</h2>{_examples(d)}"
         "</body></html>\n")

@@ -12,10 +12,16 @@ Calls run with prefix reuse (see ``BuildLM``): the candidates of one node share 
 prompt prefix, and the samples of one value follow its greedy call back to back, so only their
 tokens are decoded. Live runs evaluate every prompt from an empty KV cache; the share of greedy
 outputs where the two differ is measured by ``benchmarks/replay_check.py``.
+
+With an executor that has several model replicas (Ray actors), questions are expanded in
+parallel, each on one replica from start to end (its KV cache is part of the result); this
+process alone writes the shards and marks questions done, in pool order.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,6 +31,7 @@ from typing import Any
 from coalign.config import SystemConfig
 from coalign.data import Example
 from coalign.errors import ConfigError
+from coalign.executors import BaseExecutor, SerialExecutor, ThreadExecutor, WorkerLost
 from coalign.lm._base import LM, LMRequest, LMResponse
 from coalign.runtime import Runtime, Sampling
 from coalign.systems import models_of
@@ -134,14 +141,17 @@ def build_table(directory: Path, *, level: str = "samples", minutes: float | Non
                 limit: int | None = None, seal_every: int = 5,
                 part: tuple[int, int] = (0, 1),
                 lm_factory: Callable[[str], LM] = live_lm,
-                on_question: Callable[[Done, int, int], None] | None = None) -> BuildReport:
+                on_question: Callable[[Done, int, int], None] | None = None,
+                executor: BaseExecutor | None = None) -> BuildReport:
     """Extend the table in ``directory`` question by question to ``level`` (``greedy``: every
     config's outputs; ``samples``: also the temperature samples) until done, ``limit`` new
-    questions, or ``minutes`` (checked between questions; a question is never left half-marked).
+    questions, or ``minutes`` (checked before each question; a question is never left
+    half-marked).
 
     A shard is sealed every ``seal_every`` finished questions and at the end. ``part=(i, n)``
     builds only the pool's questions i, i + n, ...: n processes share a build (each model
-    replica with its own journal; questions share no LLM call).
+    replica with its own journal; questions share no LLM call). ``executor`` supplies the model
+    replicas (``lm_factory`` runs on them): one in this process by default, one per actor on Ray.
     """
     if not 0 <= part[0] < part[1]:
         raise ConfigError(f"build part {part[0]}/{part[1]}: expected 0 <= i < n")
@@ -152,34 +162,33 @@ def build_table(directory: Path, *, level: str = "samples", minutes: float | Non
     examples = pool_examples(space)[part[0]::part[1]]
     shards = ShardSet(directory, space.system, space.digest, writer=True)
     written = list(shards.shard_files)
-    recorders = {m: RecordingLM(shards, lm_factory(m), m) for m in models_of(task)}
-    runtime = Runtime(lms=recorders, max_workers=1, seed=0)
+    models = models_of(task)
+    replicas = {m: (executor or SerialExecutor()).replicas(m, lm_factory) for m in models}
+    builders = _Builders(
+        [{m: RecordingLM(shards, replicas[m][i], m) for m in models}
+         for i in range(min(len(r) for r in replicas.values()))],
+        lambda: {m: RecordingLM(shards, lm_factory(m), m) for m in models})
+    todo = [e for e in examples if not shards.is_done(e.id, level)]
+    stopped = limit is not None and len(todo) > limit
+    todo = todo[:limit]
     deadline = time.monotonic() + minutes * 60 if minutes is not None else None
+
+    def one(example: Example) -> Done | None:
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        return builders.build(lambda recorders: _question(task, space, example, recorders,
+                                                          level))
+
     built = calls = 0
     llm_s = 0.0
-    stopped = False
     since_seal = 0
     try:
-        for example in examples:
-            if shards.is_done(example.id, level):
-                continue
-            if (limit is not None and built >= limit) or (
-                    deadline is not None and time.monotonic() >= deadline):
+        for done in ThreadExecutor(builders.size).map(one, todo):
+            if done is None:
                 stopped = True
-                break
-            before = [(r.calls, r.llm_s) for r in recorders.values()]
-            for rec in recorders.values():  # canonical KV state where a resumed build starts
-                reset = getattr(rec.inner, "reset", None)
-                if reset is not None:
-                    reset()
-            paths = expand(task, space, example, runtime, recorders,
-                           samples=level == "samples")
-            q_calls = sum(r.calls - c for r, (c, _) in zip(recorders.values(), before,
-                                                           strict=True))
-            q_s = sum(r.llm_s - s for r, (_, s) in zip(recorders.values(), before, strict=True))
-            done = Done(example.id, paths, q_calls, q_s, level)
+                continue
             shards.mark_done(done)
-            built, calls, llm_s = built + 1, calls + q_calls, llm_s + q_s
+            built, calls, llm_s = built + 1, calls + done.llm_calls, llm_s + done.llm_s
             since_seal += 1
             if since_seal >= seal_every:
                 shards.seal()
@@ -189,8 +198,64 @@ def build_table(directory: Path, *, level: str = "samples", minutes: float | Non
                             len(examples))
     finally:
         shards.seal()
-        for rec in recorders.values():
-            rec.close()
+        builders.close()
     new = [p for p in shards.shard_files if p not in written]
     n_done = sum(shards.is_done(e.id, level) for e in examples)
     return BuildReport(n_done, len(examples), built, calls, llm_s, new, stopped)
+
+
+def _question(task: Task, space: CandidateSpace, example: Example,
+              recorders: Mapping[str, RecordingLM], level: str) -> Done:
+    """Expand one question with one set of recorders (one replica of each model)."""
+    before = [(r.calls, r.llm_s) for r in recorders.values()]
+    for rec in recorders.values():  # canonical KV state where a resumed build starts
+        reset = getattr(rec.inner, "reset", None)
+        if reset is not None:
+            reset()
+    runtime = Runtime(lms=recorders, max_workers=1, seed=0)
+    paths = expand(task, space, example, runtime, recorders, samples=level == "samples")
+    q_calls = sum(r.calls - c for r, (c, _) in zip(recorders.values(), before, strict=True))
+    q_s = sum(r.llm_s - s for r, (_, s) in zip(recorders.values(), before, strict=True))
+    return Done(example.id, paths, q_calls, q_s, level)
+
+
+class _Builders:
+    """Recorder sets, one per model replica; a question holds one set while it is expanded. A
+    set whose worker died is dropped and its question redone on another (its finished calls
+    are table hits by then); with none left, this process builds on with its own model."""
+
+    def __init__(self, sets: list[dict[str, RecordingLM]],
+                 local: Callable[[], dict[str, RecordingLM]]) -> None:
+        self.size = len(sets)
+        self._all = list(sets)
+        self._free: queue.Queue[dict[str, RecordingLM]] = queue.Queue()
+        for recorders in sets:
+            self._free.put(recorders)
+        self._live = len(sets)
+        self._local = local
+        self._lock = threading.Lock()
+
+    def build(self, fn: Callable[[dict[str, RecordingLM]], Done]) -> Done:
+        while True:
+            recorders = self._free.get()
+            try:
+                done = fn(recorders)
+            except WorkerLost:
+                with self._lock:
+                    self._live -= 1
+                    if self._live == 0:
+                        fresh = self._local()
+                        self._all.append(fresh)
+                        self._free.put(fresh)
+                        self._live = 1
+                continue
+            except BaseException:
+                self._free.put(recorders)
+                raise
+            self._free.put(recorders)
+            return done
+
+    def close(self) -> None:
+        for recorders in self._all:
+            for rec in recorders.values():
+                rec.close()

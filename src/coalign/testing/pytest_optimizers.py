@@ -1,17 +1,20 @@
 """What every local optimizer promises the loop (``optimize._base``), as pytest tests.
 
-A local optimizer gets a ``LocalContext`` and returns a value of its param; the current value
-means "no change". The contract:
+A local optimizer is a ranker: given a read-only ``LocalView`` it returns the values it compared
+with their mean local rewards (``propose``), and ``pick`` turns that list, with the loop's marks
+of which values are still open, into one value; the current value means "no change". The
+contract:
 
-* the value is in the param's space (``Param.validate`` accepts it; it round-trips through JSON);
-* the same seeded context gives the same value (runs are reproducible from their seed);
-* the context's config, search inputs, rejections and current value are left as they were
-  (only ``history`` and the output memo grow);
+* every value it ranks is in the param's space (``Param.validate`` accepts it; it round-trips
+  through JSON), and the current value is among them (the loop compares against it);
+* the same seeded view gives the same ranking and pick (runs are reproducible from their seed);
+* the view's config, search inputs and current value are left as they were (only the output
+  memo grows);
 * it spends only its budget: it runs its own component on the search inputs, charged to the
   ``local_search`` phase, at most ``max_runs`` times per input, and never the rest of the system;
 * an empty search sample gives a valid value without running anything;
-* what it proposes is among the candidates it lists in ``history`` (the ledger's "why");
-* it does not propose a value the gate rejected under this config again.
+* what it picks is among the candidates it ranked (the ledger's "why");
+* it never picks a value the loop marked closed (rejected by the gate under this config).
 """
 
 from __future__ import annotations
@@ -23,16 +26,15 @@ from typing import Any, Protocol
 
 import pytest
 
-from coalign.optimize._base import BaseLocalOptimizer, LocalContext
+from coalign.optimize._base import BaseLocalOptimizer, LocalView
 from coalign.optimize._kinds import ParamKind
 from coalign.optimize._settings import LoopSettings
 from coalign.pairs import canonical_json, to_jsonable
 
 
 class ContextFactory(Protocol):
-    def __call__(self, seed: int, *, rejected: frozenset[str] = frozenset(),
-                 empty: bool = False) -> LocalContext:
-        """A fresh context for the kind's toy param (``empty``: no search inputs)."""
+    def __call__(self, seed: int, *, empty: bool = False) -> LocalView:
+        """A fresh view for the kind's toy param (``empty``: no search inputs)."""
         ...
 
 
@@ -75,13 +77,22 @@ def key(value: Any) -> str:
     return canonical_json(to_jsonable(value))
 
 
-def _spec(ctx: LocalContext) -> Any:
+def choose(optimizer: BaseLocalOptimizer, view: LocalView,
+           rejected: frozenset[str] = frozenset()) -> Any:
+    """What the optimizer proposes on ``view`` when the values keyed in ``rejected`` are closed:
+    its ranking, then its pick (the loop's expand and filter, without coupled variants)."""
+    scored = optimizer.propose(view)
+    return optimizer.pick(scored, [key(v) not in rejected for v, _ in scored], view.current,
+                          view.rng)
+
+
+def _spec(ctx: LocalView) -> Any:
     return ctx.task.system.component(ctx.component).params[ctx.param]
 
 
-def _frozen(ctx: LocalContext) -> tuple[Any, ...]:
-    return (ctx.config.digest, copy.deepcopy(list(ctx.search)), ctx.rejected,
-            ctx.rejected_variants, key(ctx.current), ctx.component, ctx.param)
+def _frozen(ctx: LocalView) -> tuple[Any, ...]:
+    return (ctx.config.digest, copy.deepcopy(list(ctx.search)), key(ctx.current),
+            ctx.component, ctx.param)
 
 
 class LocalOptimizerContract:
@@ -97,26 +108,33 @@ class LocalOptimizerContract:
         if reason:
             request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
-    def test_proposes_a_value_of_its_params_space(self, case: OptimizerCase) -> None:
+    def test_ranks_values_of_its_params_space_the_current_one_included(
+            self, case: OptimizerCase) -> None:
         ctx = case.context(0)
-        value = case.build().propose(ctx)
+        scored = case.build().propose(ctx)
         spec = _spec(ctx)
-        assert key(spec.validate(value)) == key(value)
-        assert key(spec.from_json(spec.to_json(value))) == key(value)
+        for value, reward in scored:
+            assert key(spec.validate(value)) == key(value)
+            assert key(spec.from_json(spec.to_json(value))) == key(value)
+            assert isinstance(reward, float)
+        assert key(ctx.current) in {key(v) for v, _ in scored}
 
-    def test_same_seed_same_proposal(self, case: OptimizerCase) -> None:
+    def test_same_seed_same_ranking_and_pick(self, case: OptimizerCase) -> None:
         first = case.build().propose(case.context(3))
-        assert key(case.build().propose(case.context(3))) == key(first)
+        again = case.build().propose(case.context(3))
+        assert [(key(v), r) for v, r in again] == [(key(v), r) for v, r in first]
+        assert key(choose(case.build(), case.context(3))) == \
+            key(choose(case.build(), case.context(3)))
 
-    def test_leaves_its_context_as_it_was(self, case: OptimizerCase) -> None:
+    def test_leaves_its_view_as_it_was(self, case: OptimizerCase) -> None:
         ctx = case.context(0)
         before = _frozen(ctx)
-        case.build().propose(ctx)
+        choose(case.build(), ctx)
         assert _frozen(ctx) == before
 
     def test_runs_only_its_component_on_the_search_sample(self, case: OptimizerCase) -> None:
         ctx = case.context(0)
-        case.build().propose(ctx)
+        choose(case.build(), ctx)
         executed = {phase: dict(c) for phase, c in ctx.account.executed.items() if c}
         assert set(executed) <= {"local_search"}
         runs = executed.get("local_search", {})
@@ -126,19 +144,21 @@ class LocalOptimizerContract:
 
     def test_an_empty_search_sample_gives_a_valid_value(self, case: OptimizerCase) -> None:
         ctx = case.context(0, empty=True)
-        value = case.build().propose(ctx)
+        value = choose(case.build(), ctx)
         assert key(_spec(ctx).validate(value)) == key(value)
         assert not any(ctx.account.executed.values())
 
-    def test_its_proposal_is_among_the_candidates_it_lists(self, case: OptimizerCase) -> None:
+    def test_its_pick_is_among_the_candidates_it_ranked(self, case: OptimizerCase) -> None:
         ctx = case.context(0)
-        value = case.build().propose(ctx)
-        assert key(value) != key(ctx.current), "the case's context must leave room to improve"
-        assert key(value) in {key(v) for v, _ in ctx.history}
+        optimizer = case.build()
+        scored = optimizer.propose(ctx)
+        value = optimizer.pick(scored, [True] * len(scored), ctx.current, ctx.rng)
+        assert key(value) != key(ctx.current), "the case's view must leave room to improve"
+        assert key(value) in {key(v) for v, _ in scored}
 
-    def test_a_rejected_value_is_not_proposed_again(self, case: OptimizerCase) -> None:
-        ctx = case.context(0)
-        first = case.build().propose(ctx)
-        assert key(first) != key(ctx.current), "the case's context must leave room to improve"
-        again = case.build().propose(case.context(0, rejected=frozenset({key(first)})))
+    def test_a_value_marked_closed_is_not_picked(self, case: OptimizerCase) -> None:
+        first = choose(case.build(), case.context(0))
+        assert key(first) != key(case.context(0).current), \
+            "the case's view must leave room to improve"
+        again = choose(case.build(), case.context(0), rejected=frozenset({key(first)}))
         assert key(again) != key(first)

@@ -1,0 +1,23 @@
+"""Experiment tracking: mirror an optimization into MLflow (or another tracker) as it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from coalign.tracking._base import BaseTracker, RunStatus, TrackingSpec, flat_params
+from coalign.tracking._mlflow import MLflowTracker
+from coalign.tracking._run import RunTracking, final_metrics, step_metrics, track_job
+
+# tracker name (a field of TrackingSpec) -> its class, called with (target, experiment)
+TRACKERS: dict[str, Callable[[str, str], BaseTracker]] = {"mlflow": MLflowTracker}
+
+
+def make_trackers(spec: TrackingSpec) -> list[BaseTracker]:
+    """The trackers ``spec`` names (none when its tracker fields are all unset)."""
+    return [cls(target, spec.experiment) for name, cls in TRACKERS.items()
+            if (target := getattr(spec, name)) is not None]
+
+
+__all__ = ["TRACKERS", "BaseTracker", "MLflowTracker", "RunStatus", "RunTracking",
+           "TrackingSpec", "final_metrics", "flat_params", "make_trackers", "step_metrics",
+           "track_job"]
