@@ -89,3 +89,39 @@ def test_an_accepted_selector_is_recorded_as_before_and_flagged(tmp_path):
     (_, _, row), = opt.store.steps()
     assert rec.value == row["value"] == "lrf-selector" and row["selector"] is True
     assert row["step_state"] == "accepted"
+
+
+def test_a_finite_slot_is_not_drawn_again_once_it_proposed_no_change_on_every_train_input(
+        tmp_path):
+    """Rule 19: under one config, a finite slot's "no change" on windows covering the train
+    split settles it; with every drawable slot settled the run stops (a fixed point), and
+    resume rebuilds the same memory from the ledger."""
+    from coalign.optimize._outcome import unchanged_inputs, window_indices
+
+    from tests.test_early_reject import optimizer
+
+    opt = optimizer(tmp_path, iterations=40)
+    opt.run()
+    rows = opt.store.steps()
+    n = len(opt.train)
+    finite = {(c, p) for c, p in opt.targets
+              if opt.s.kinds[opt.system.component(c).params[p].kind].finite_values(
+                  opt.system.component(c).params[p])}
+    covered: dict = {}
+    for t, _, rec in rows:
+        state, key = StepState(rec["step_state"]), (rec["component"], rec["param"])
+        if state is StepState.ACCEPTED:
+            covered = {}
+        elif state is StepState.NO_CHANGE:
+            assert not (key in finite and len(covered.get(key, ())) >= n), \
+                f"step {t} drew {key}, settled already"
+            covered[key] = covered.get(key, frozenset()) | window_indices(t, n, opt.s.search_size)
+    last = StepState(rows[-1][2]["step_state"])
+    assert last is StepState.SETTLED and len(rows) < 40  # stopped at the fixed point
+    assert {k for k, v in covered.items() if len(v) >= n} >= {
+        k for k in finite if opt.reward.can_score(k[0])}
+    assert unchanged_inputs(rows, n, opt.s.search_size) == opt.unchanged == covered
+    opt.store.close()
+    again = optimizer(tmp_path, iterations=40)
+    again.prepare()
+    assert again.unchanged == opt.unchanged

@@ -39,12 +39,15 @@ DEMO = {"system": "multihop_qa", "data": "world",
 def _show_step(rec: StepRecord) -> None:
     from coalign.report._data import reset_note
 
-    after = f"{rec.val_after:.3f}" if rec.val_after is not None else "  -  "
+    if rec.val_after is None:  # nothing validated: say why instead
+        console.print(Text.assemble(f"step {rec.step:>2} ", ("skip  ", "dim"),
+                                    f" {rec.component}.{rec.param}: {rec.reason}"))
+        return
     value = _shown(rec.value, limit=50) + reset_note(rec.reset)
     # model text (instructions, demos) is printed as Text, never parsed as markup
     console.print(Text.assemble(
         f"step {rec.step:>2} ", ("accept", "green") if rec.accepted else ("reject", "dim"),
-        f" {rec.component}.{rec.param} val {rec.val_before:.3f} -> {after} "
+        f" {rec.component}.{rec.param} val {rec.val_before:.3f} -> {rec.val_after:.3f} "
         f"({rec.seconds:.0f} s) {value}"))
 
 

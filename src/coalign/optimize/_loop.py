@@ -29,7 +29,17 @@ from coalign.optimize._choice import RewardSelector
 from coalign.optimize._kinds import RolloutAsk, kind_of
 from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
 from coalign.optimize._local import local_optimizers
-from coalign.optimize._outcome import REJECTED, REJECTED_EARLY, Outcome, Tried, rejections
+from coalign.optimize._outcome import (
+    REASONS,
+    REJECTED,
+    REJECTED_EARLY,
+    Outcome,
+    StepState,
+    Tried,
+    rejections,
+    unchanged_inputs,
+    window_indices,
+)
 from coalign.optimize._selectors import FrozenRewards, Policies, policies_of, selectors_json
 from coalign.optimize._settings import LoopSettings
 from coalign.optimize._step import Position, StepEnv, fresh_batch, step, trace_key
@@ -94,6 +104,8 @@ class Optimizer:
         self._start: int | None = None  # first iteration to run; set by prepare()
         # the proposals the gate rejected since the last accepted step (rule 4)
         self.rejected: frozenset[Tried] = frozenset()
+        # per slot, train inputs whose search windows proposed no change since then (rule 19)
+        self.unchanged: dict[tuple[str, str], frozenset[int]] = {}
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -120,13 +132,15 @@ class Optimizer:
             self.history.append(record)
             if on_step is not None:
                 on_step(record)
+            if record.reason == REASONS[StepState.SETTLED]:
+                break  # a fixed point: nothing left to draw until the config changes
         return self.history
 
     def iteration(self, t: int) -> StepRecord:
         """Run step ``t`` from where the run stands and commit its outcome."""
         t0 = time.perf_counter()
         at = Position(self.config, dict(self.policies), dict(self.val_traces), self.rejected,
-                      self.reward)
+                      self.reward, dict(self.unchanged))
         return self._commit(t, step(t, self._env(), at), t0)
 
     def _env(self) -> StepEnv:
@@ -213,6 +227,7 @@ class Optimizer:
         last = steps[-1][2] if steps else None
         try:  # rejections since the last accept still stand, and the selectors in place
             self.rejected = rejections(steps)
+            self.unchanged = unchanged_inputs(steps, len(self.train), self.s.search_size)
             self.policies = policies_of(last) if last else {}
         except StoreError as exc:
             raise StoreError(f"run store {self.store.run_dir}: {exc}") from None
@@ -253,8 +268,13 @@ class Optimizer:
             self.reward.adapt(self._collect(fresh_batch(self._env(), t), "adapt"))
             self._checkpoint(f"step{t}")
             self.rejected = frozenset()  # a new config: earlier rejections no longer say anything
+            self.unchanged = {}
         elif out.state.rejected and p is not None:
             self.rejected |= {out.rejection}
+        elif out.state is StepState.NO_CHANGE:
+            key = (out.component, out.param)
+            self.unchanged[key] = self.unchanged.get(key, frozenset()) | window_indices(
+                t, len(self.train), self.s.search_size)
         rec = StepRecord(t, out.component, out.param, out.accepted, out.before, out.after,
                          to_jsonable(out.value), out.why, time.perf_counter() - t0, out.reset)
         self.store.put_step(t, "accepted" if out.accepted else "rejected", {

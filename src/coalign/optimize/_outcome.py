@@ -17,6 +17,7 @@ from coalign.config import SystemConfig
 from coalign.errors import StoreError
 from coalign.optimize._base import Scored, value_key
 from coalign.optimize._choice import SELECTOR, LrfSelector
+from coalign.optimize._settings import window
 from coalign.pairs import canonical_json, to_jsonable
 from coalign.trace import Trace
 
@@ -30,6 +31,7 @@ class StepState(enum.Enum):
     NO_CHANGE = "no_change"  # nothing proposed beat the current value
     ALREADY_REJECTED = "already_rejected"  # the proposal was rejected under this config
     NO_REWARD = "no_reward"  # no component has a local reward worth drawing
+    SETTLED = "settled"  # every drawable finite slot proposed no change on the whole train split
 
     @property
     def rejected(self) -> bool:
@@ -41,7 +43,9 @@ REASONS = {StepState.ACCEPTED: "validation improved",
            StepState.REJECTED: "validation did not improve",
            StepState.STOPPED_EARLY: "validation stopped early: worse so far",  # Gate.early_reject
            StepState.NO_CHANGE: "no change proposed",
-           StepState.ALREADY_REJECTED: "already rejected under this config"}
+           StepState.ALREADY_REJECTED: "already rejected under this config",
+           StepState.SETTLED: "settled: every drawable slot proposed no change on every train "
+                              "input under this config"}
 REJECTED, REJECTED_EARLY = REASONS[StepState.REJECTED], REASONS[StepState.STOPPED_EARLY]
 
 
@@ -149,3 +153,24 @@ def rejections(steps: Iterable[tuple[int, str, Mapping[str, Any]]]) -> frozenset
                           None if selector else canonical_json(rec["value"]),
                           tuple(sorted(rec.get("reset", ())))))
     return frozenset(out)
+
+
+def unchanged_inputs(steps: Iterable[tuple[int, str, Mapping[str, Any]]], n_train: int,
+                     search_size: int) -> dict[tuple[str, str], frozenset[int]]:
+    """Per slot, the train inputs (indices) whose search windows proposed no change since the
+    last accepted step of a ledger (rule 19)."""
+    out: dict[tuple[str, str], frozenset[int]] = {}
+    for t, state, rec in steps:
+        s = step_state(t, state, rec)
+        if s is StepState.ACCEPTED:
+            out = {}
+        elif s is StepState.NO_CHANGE:
+            key = (rec["component"], rec["param"])
+            out[key] = out.get(key, frozenset()) | window_indices(t, n_train, search_size)
+    return out
+
+
+def window_indices(t: int, n_train: int, search_size: int) -> frozenset[int]:
+    """The train indices of step ``t``'s search sample (``_settings.window``)."""
+    return frozenset(window(range(n_train), t, search_size))
+
