@@ -39,11 +39,12 @@ DEMO = {"system": "multihop_qa", "data": "world",
 def _show_step(rec: StepRecord) -> None:
     from coalign.report._data import reset_note
 
-    if rec.val_after is None:  # nothing validated: say why instead
-        console.print(Text.assemble(f"step {rec.step:>2} ", ("skip  ", "dim"),
-                                    f" {rec.component}.{rec.param}: {rec.reason}"))
-        return
     value = _shown(rec.value, limit=50) + reset_note(rec.reset)
+    if rec.val_after is None:  # nothing validated: say why instead
+        shown = f" {value}" if rec.value is not None else ""
+        console.print(Text.assemble(f"step {rec.step:>2} ", ("skip  ", "dim"),
+                                    f" {rec.component}.{rec.param}: {rec.reason}{shown}"))
+        return
     # model text (instructions, demos) is printed as Text, never parsed as markup
     console.print(Text.assemble(
         f"step {rec.step:>2} ", ("accept", "green") if rec.accepted else ("reject", "dim"),
