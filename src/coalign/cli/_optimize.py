@@ -54,6 +54,7 @@ def _show_step(rec: StepRecord) -> None:
 
 def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
             retries: int | None = None, concurrency: int | None = None) -> None:
+    from coalign.cli._progress import RunProgress
     from coalign.job import Job
     from coalign.tracking import track_job
 
@@ -69,11 +70,18 @@ def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
         for name, value in params.items():
             console.print(Text(f"starting from {comp}.{name} = {value!r}"))
     with track_job(job) as tracking:  # a no-op without `tracking:` in the config
-        with console.status("stage 1: collecting preference pairs and training local rewards"):
-            opt.prepare()
-        for rec in opt.history_so_far():
-            _show_step(rec)
-        opt.run(on_step=lambda rec: (_show_step(rec), tracking.on_step(rec)))
+        with RunProgress(console) as bars:
+            opt.prepare(progress=bars.phase)
+            for rec in opt.history_so_far():
+                _show_step(rec)
+
+            def on_step(rec: StepRecord) -> None:
+                _show_step(rec)
+                tracking.on_step(rec)
+                bars.steps(rec.step + 1, cfg.budget.iterations, opt.account.equivalent_runs(),
+                           opt.val_score)
+
+            opt.run(on_step=on_step)
         with console.status("evaluating on the test split"):
             before, after = job.evaluate_test()
         summary(job, before, after)

@@ -51,6 +51,9 @@ from coalign.store import RunStore
 from coalign.task import Task
 from coalign.trace import Trace
 
+# ``progress(phase, done, total)``: an input of a long phase (rollouts, validation) finished
+Progress = Callable[[str, int, int], None]
+
 __all__ = ["REJECTED", "REJECTED_EARLY", "Optimizer", "StepRecord"]  # reasons: ``_outcome``
 
 
@@ -109,14 +112,15 @@ class Optimizer:
 
     # -- public ---------------------------------------------------------------------------------
 
-    def prepare(self) -> None:
-        """Resume from the ledger, or run stage 1; then score the current config on val."""
+    def prepare(self, progress: Progress | None = None) -> None:
+        """Resume from the ledger, or run stage 1; then score the current config on val.
+        ``progress(phase, done, total)`` hears each input finished (rollouts, validation)."""
         if self._start is not None:
             return
         self._start = self._resume()
         if self._start == 0 and not self.store.get_meta("stage1_done"):
-            self._stage1()
-        self._validate_current()
+            self._stage1(progress)
+        self._validate_current(progress)
 
     def history_so_far(self) -> list[StepRecord]:
         """Steps already in the ledger (from an earlier, interrupted run)."""
@@ -184,18 +188,26 @@ class Optimizer:
                 self.s.text_alternatives, nearby))
         return specs
 
-    def _collect(self, examples: Sequence[Example], tag: str) -> list:
+    def _collect(self, examples: Sequence[Example], tag: str,
+                 progress: Progress | None = None) -> list:
         rt = self.runtime_for(self.policies)
         base = {e.id: self.system.run(e.id, e.inputs, self.config, rt) for e in examples}
         self.account.add_traces(tag, base.values())
         pairs = []
-        for comp in dict.fromkeys(c for c, _ in self.targets):
-            specs = self._specs(comp)
-            if not specs:
-                continue
+        specs = {c: self._specs(c) for c in dict.fromkeys(c for c, _ in self.targets)}
+        specs = {c: sp for c, sp in specs.items() if sp}
+        done, total = 0, len(examples) * len(specs)
+
+        def tick(_: Example) -> None:
+            nonlocal done
+            done += 1
+            if progress is not None:
+                progress(f"rollouts ({tag})", done, total)
+
+        for comp, comp_specs in specs.items():
             # one collection per component: its specs' candidates are compared with each other
-            col = collect_pairs(self.task, comp, examples, self.config, rt, specs,
-                                store=self.store, tag=tag, base_traces=base)
+            col = collect_pairs(self.task, comp, examples, self.config, rt, comp_specs,
+                                store=self.store, tag=tag, base_traces=base, on_example=tick)
             self.account.add_traces(tag, col.traces)
             pairs += col.all
         return pairs
@@ -207,8 +219,8 @@ class Optimizer:
         self._ckpt = str(path.relative_to(self.store.run_dir))
         return self._ckpt
 
-    def _stage1(self) -> None:
-        pairs = self._collect(self.train, "lrf_train")
+    def _stage1(self, progress: Progress | None = None) -> None:
+        pairs = self._collect(self.train, "lrf_train", progress)
         alignment = cross_validated_alignment(self.reward, pairs)
         if alignment:
             self.store.set_meta("lrf_alignment", alignment)
@@ -241,9 +253,11 @@ class Optimizer:
                                             self.reward.backbone)
         return steps[-1][0] + 1 if steps else 0
 
-    def _validate_current(self) -> None:
+    def _validate_current(self, progress: Progress | None = None) -> None:
         rt = self.runtime_for(self.policies)
-        for e in self.val:
+        for i, e in enumerate(self.val):
+            if progress is not None:
+                progress("validating the current config", i, len(self.val))
             key = trace_key(self.config, self.policies)
             trace = self.store.get_trace("val", e.id, key)
             if trace is None:
@@ -252,6 +266,8 @@ class Optimizer:
                 trace.config_digest = key
                 self.store.put_trace("val", trace)
             self.val_traces[e.id] = trace
+        if progress is not None:
+            progress("validating the current config", len(self.val), len(self.val))
 
     def _commit(self, t: int, out: Outcome, t0: float) -> StepRecord:
         """Apply the step's outcome to the run (an accepted proposal becomes the config and the
