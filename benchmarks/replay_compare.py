@@ -85,6 +85,12 @@ def main() -> None:
             out["paired"][str(b)] = {"a": ranked[0], "b": ranked[1], **d}
             print(f"  {ranked[0]} - {ranked[1]}: {d['mean']:+.3f} [{d['lo']:+.3f}, "
                   f"{d['hi']:+.3f}] P {d['p_better']:.2f}")
+            if "coalign" in competitors:  # the question: coalign - the best baseline
+                best = next(m for m in ranked if m != "coalign")
+                d = result.paired("coalign", best, b)
+                out.setdefault("coalign_vs_best", {})[str(b)] = {"best": best, **d}
+                print(f"  coalign - {best} (best baseline): {d['mean']:+.3f} "
+                      f"[{d['lo']:+.3f}, {d['hi']:+.3f}] P {d['p_better']:.2f}")
         results["tables"][name] = out
         if args.svg_dir:
             args.svg_dir.mkdir(parents=True, exist_ok=True)
