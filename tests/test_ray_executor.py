@@ -68,6 +68,16 @@ def cache_rows(path: Path) -> list[tuple[str, str]]:
         return sorted(db.execute("SELECT key, text FROM responses").fetchall())
 
 
+def rows_so_far(path: Path) -> int:
+    """Responses cached so far; 0 while the cache file or its table is still being created."""
+    if not path.exists():
+        return 0
+    try:
+        return len(cache_rows(path))
+    except sqlite3.OperationalError:  # the file exists, its schema is not written yet
+        return 0
+
+
 def store_rows(run_dir: Path) -> int:
     with RunStore(run_dir, readonly=True) as store:
         return len(store.traces("eval"))
@@ -266,8 +276,7 @@ def test_killed_actor_loses_no_item_and_no_row(cluster, tmp_path, caplog):
         run = threading.Thread(target=lambda: out.append(run_eval(executor, tmp_path,
                                                                   examples)))
         run.start()
-        while not (tmp_path / "cache.sqlite").exists() or \
-                len(cache_rows(tmp_path / "cache.sqlite")) < 3:
+        while rows_so_far(tmp_path / "cache.sqlite") < 3:
             time.sleep(0.01)
         # some calls done, others in flight on both actors
         cluster.kill(pool.actors[0], no_restart=True)
