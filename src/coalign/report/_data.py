@@ -15,12 +15,11 @@ from typing import Any
 
 from coalign.pairs import canonical_json
 from coalign.report._costs import CostRow, ledger_costs, read_account
+from coalign.report._format import reset_note, shorten, summarize_value
 from coalign.report._routing import RouteRow, routing_rows
 from coalign.report._scores import StepTest, StoredTests, step_tests, test_scores
 from coalign.store import RunStore
 from coalign.trace import Trace
-
-POLICY_VALUE = "lrf-selector"  # what the loop records for a per-instance param
 
 
 @dataclass(frozen=True)
@@ -121,31 +120,6 @@ class ReportData:
     def total_cache_hits(self) -> int | None:
         hits = [c.cache_hits for c in self.costs]
         return None if None in hits else sum(h for h in hits if h is not None)
-
-
-def shorten(text: str, limit: int = 120) -> str:
-    """One line of at most ``limit`` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def summarize_value(value: Any) -> str:
-    if isinstance(value, Mapping) and isinstance(value.get("instruction"), str):
-        demos = value.get("demos") or []
-        suffix = f" (+{len(demos)} demos)" if demos else ""
-        return shorten(value["instruction"], 100) + suffix
-    if isinstance(value, Mapping) and "safetensors_b64" in value:
-        return f"weights ({len(str(value['safetensors_b64']))} base64 chars)"
-    if value == POLICY_VALUE:
-        return "per-instance choice by the local reward"
-    return shorten(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
-
-
-def reset_note(reset: Any) -> str:
-    """How a step shows the sibling params it put back at their starting values (a switched
-    choice validated without the values tuned for the old option)."""
-    names = [str(n) for n in reset] if isinstance(reset, list | tuple) else []
-    return f" ({', '.join(names)} back at the starting value)" if names else ""
 
 
 def _float(value: Any) -> float | None:
