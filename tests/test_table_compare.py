@@ -224,3 +224,15 @@ def test_every_method_runs_two_seeds_on_the_committed_table_fixture():
             got = result.scores[name][budget]
             assert len(got) == 2
             assert all(0.0 <= g <= b + 1e-12 for g, b in zip(got, best, strict=True))
+
+
+def test_the_loop_arm_counts_steps_by_outcome_and_the_runs_spent():
+    from types import SimpleNamespace
+
+    from coalign.tables._loop_arm import _count
+
+    stats: dict[str, float] = {}
+    _count(stats, SimpleNamespace(accepted=False, val_after=None), 40.0)  # no change proposed
+    _count(stats, SimpleNamespace(accepted=False, val_after=0.4), 70.0)  # rejected by the gate
+    _count(stats, SimpleNamespace(accepted=True, val_after=0.5), 100.0)
+    assert stats == {"steps": 3, "accepted": 1, "validated": 2, "skipped": 1, "spent": 100.0}

@@ -96,6 +96,8 @@ class Trajectory:
 
     method: str
     trials: list[tuple[float, int, float]] = field(default_factory=list)
+    # what the run did beyond its trials (the loop arm: runs spent, steps by outcome)
+    stats: dict[str, float] = field(default_factory=dict)
 
     def at(self, budget: float) -> int | None:
         """The config returned at ``budget``: best on validation among those known by then

@@ -57,6 +57,7 @@ def coalign_method(table: Path, questions: Sequence[str], *,
 
                 def on_step(rec: Any) -> None:
                     spent = opt.account.equivalent_runs()
+                    _count(trajectory.stats, rec, spent)
                     if rec.accepted:
                         picks = config_indices(opt.config.to_json(), space)
                         trajectory.trials.append((spent, lookup.config(
@@ -73,6 +74,16 @@ def coalign_method(table: Path, questions: Sequence[str], *,
         return trajectory
 
     return run
+
+
+def _count(stats: dict[str, float], rec: Any, spent: float) -> None:
+    """Steps by outcome (accepted, rejected, validated, skipped) and the runs spent so far."""
+    stats["steps"] = stats.get("steps", 0) + 1
+    validated = rec.val_after is not None
+    for name, hit in (("accepted", rec.accepted), ("validated", validated),
+                      ("skipped", not validated)):
+        stats[name] = stats.get(name, 0) + int(bool(hit))
+    stats["spent"] = spent
 
 
 def _check_split(job: Any, split: Split, questions: Sequence[str]) -> None:

@@ -1,0 +1,159 @@
+"""The loop's rules, each switched off in turn, on a replay table over many seeds (no LLM call).
+
+Every variant is coalign's full loop (``coalign_method``) on the same seeds, splits and budgets
+as ``replay_compare.py``; a variant patches one rule of ``coalign.optimize`` for the duration of
+its runs only. Prints, per budget, each variant's mean test metric [95% interval over seeds] and
+its paired difference to the default loop, plus what the runs did (equivalent runs spent until
+the loop stopped, validated and accepted steps); writes the JSON.
+
+    python benchmarks/rule_ablation.py benchmarks/tables/code_gen [--seeds 20] \
+        [--variants default random-pick ...] [--json benchmarks/results/replay/ablation-code_gen.json]
+
+Variants (rule numbers of docs/optimize.md's rules table):
+
+- ``default``: the loop as shipped.
+- ``random-pick``: the local reward's ranking replaced by a uniform draw among the open values
+  other than the current one (the central idea, ablated: does the ranking beat chance?).
+- ``best-always`` (rule 15 off): the best-ranked open value other than the current one is
+  validated even when its local reward is not above the current value's.
+- ``no-align-skip`` (rule 2 off): every component with a local reward is drawn, however it ranks
+  held-out pairs.
+- ``no-reject-memory`` (rules 4-5 off): values the gate rejected under this config may be
+  proposed (and validated) again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coalign.optimize import _base, _choice, _step
+from coalign.optimize._base import value_key
+from coalign.tables import Table
+from coalign.tables._compare import Lookup, Method, Split, Trajectory
+from coalign.tables._comparison import compare
+from coalign.tables._loop_arm import coalign_method
+
+
+def _others(scored: Sequence[Any], open_: Sequence[bool], current: Any) -> list[Any]:
+    return [s for s, o in zip(scored, open_, strict=True)
+            if o and value_key(s.value) != value_key(current)]
+
+
+def _random_pick(self: Any, scored: Sequence[Any], open_: Sequence[bool], current: Any,
+                 rng: random.Random) -> Any:
+    others = _others(scored, open_, current)
+    return rng.choice(others).value if others else current
+
+
+def _best_always(self: Any, scored: Sequence[Any], open_: Sequence[bool], current: Any,
+                 rng: random.Random) -> Any:
+    others = _others(scored, open_, current)
+    return max(others, key=lambda s: s.reward).value if others else current
+
+
+@contextlib.contextmanager
+def _patched(patches: Sequence[tuple[Any, str, Any]]) -> Iterator[None]:
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    try:
+        for owner, name, value in patches:
+            setattr(owner, name, value)
+        yield
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+
+
+def _picks(fn: Callable[..., Any]) -> list[tuple[Any, str, Any]]:
+    # every optimizer's pick: the default one and the choice optimizer's own
+    return [(_base.BaseLocalOptimizer, "pick", fn), (_choice.ExpChoiceOptimizer, "pick", fn)]
+
+
+VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
+    "default": [],
+    "random-pick": _picks(_random_pick),
+    "best-always": _picks(_best_always),
+    "no-align-skip": [(_step, "aligned", lambda env, component: True)],
+    "no-reject-memory": [(_step, "closed", lambda *args, **kwargs: False)],
+}
+
+
+def _with_patches(method: Method, patches: Sequence[tuple[Any, str, Any]],
+                  log: list[Trajectory]) -> Method:
+    def run(lookup: Lookup, split: Split, limit: float, seed: int) -> Trajectory:
+        with _patched(patches):
+            trajectory = method(lookup, split, limit, seed)
+        log.append(trajectory)
+        return trajectory
+
+    return run
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("table", type=Path)
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--budgets", type=float, nargs="+", default=[250, 500, 1000, 2000])
+    ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5])
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    from replay_compare import sizes_of  # same split arithmetic as the comparison
+
+    table = Table(args.table)
+    rewards = table.rewards("greedy")
+    lookup = Lookup.of_table(rewards, table.space)
+    sizes = sizes_of(len(rewards.questions), args.split)
+    base = coalign_method(args.table, rewards.questions)
+    logs: dict[str, list[Trajectory]] = {v: [] for v in args.variants}
+    methods = {v: (_with_patches(base, VARIANTS[v], logs[v]), True) for v in args.variants}
+    t0 = time.perf_counter()
+    result = compare(lookup, sizes=sizes, seeds=list(range(args.seeds)), budgets=args.budgets,
+                     methods=methods)
+    wall = time.perf_counter() - t0
+    metric = table.space.task().metric_name
+    print(f"{table.space.system}: {len(rewards.questions)} questions, split {sizes}, "
+          f"{args.seeds} seeds, {wall:.0f} s")
+    out: dict[str, Any] = {
+        "table": str(args.table), "commit": _commit(), "metric": metric, "wall_s": wall,
+        **result.to_json(), "paired_vs_default": {}, "runs": {}}
+    print(f"{'variant':<18} " + " ".join(f"{b:>24g}" for b in result.budgets))
+    for v in args.variants:
+        cells = []
+        for b in result.budgets:
+            s = result.summary(v, b)
+            cell = f"{s['mean']:.3f}"
+            if v != "default" and "default" in args.variants:
+                d = result.paired(v, "default", b)
+                out["paired_vs_default"].setdefault(v, {})[str(b)] = d
+                cell += f" {d['mean']:+.3f} [{d['lo']:+.3f},{d['hi']:+.3f}]"
+            cells.append(f"{cell:>24}")
+        print(f"{v:<18} " + " ".join(cells))
+    print(f"\n{'variant':<18} {'runs spent':>10} {'steps':>6} {'validated':>9} {'accepted':>8}")
+    for v in args.variants:
+        runs = {k: float(np.mean([t.stats.get(k, 0.0) for t in logs[v]]))
+                for k in ("spent", "steps", "validated", "accepted")}
+        out["runs"][v] = runs
+        print(f"{v:<18} {runs['spent']:>10.0f} {runs['steps']:>6.1f} {runs['validated']:>9.1f} "
+              f"{runs['accepted']:>8.2f}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=2))
+
+
+def _commit() -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+if __name__ == "__main__":
+    main()
