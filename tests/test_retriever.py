@@ -47,3 +47,20 @@ def test_multihop_query_source_is_a_knob_only_when_asked():
     two = multihop_qa(query_sources=("query", "question")).system.component("retriever")
     assert list(two.params["query"].options) == ["query", "question"]
     assert two.params["query"].default == "query"
+
+
+def test_an_index_is_built_once_per_corpus_and_reused_by_later_searches():
+    from coalign.component import _retriever
+
+    system = _system(("query", "question"))
+    corpus = [{"title": f"Doc {i}", "text": f"unique-corpus-{id(system)} text {i}"}
+              for i in range(3)]
+    inputs = {**INPUTS, "paragraphs": corpus}
+    cfg = system.default_config()
+    system.run_component("retriever", inputs, cfg, Runtime())
+    cache = _retriever._INDEXES
+    hits, misses = cache.hits, cache.misses
+    for field in ("query", "question"):
+        system.run_component("retriever", inputs, cfg.with_value("retriever", "query", field),
+                             Runtime())
+    assert (cache.hits - hits, cache.misses - misses) == (2, 0)
