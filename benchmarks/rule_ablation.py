@@ -109,6 +109,7 @@ def main() -> None:
     args = ap.parse_args()
     from replay_compare import sizes_of  # same split arithmetic as the comparison
 
+    commit = _commit()  # the code that ran, not what HEAD is when it ends
     table = Table(args.table)
     rewards = table.rewards("greedy")
     lookup = Lookup.of_table(rewards, table.space)
@@ -124,7 +125,7 @@ def main() -> None:
     print(f"{table.space.system}: {len(rewards.questions)} questions, split {sizes}, "
           f"{args.seeds} seeds, {wall:.0f} s")
     out: dict[str, Any] = {
-        "table": str(args.table), "commit": _commit(), "metric": metric, "wall_s": wall,
+        "table": str(args.table), "commit": commit, "metric": metric, "wall_s": wall,
         **result.to_json(), "paired_vs_default": {}, "runs": {}}
     print(f"{'variant':<18} " + " ".join(f"{b:>24g}" for b in result.budgets))
     for v in args.variants:

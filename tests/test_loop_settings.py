@@ -57,3 +57,20 @@ def test_an_unknown_optimizer_name_in_the_python_api_is_one_line():
                                           r"\['ppo', 'reinforce'\]"):
         local_optimizers(LoopSettings(weights_optimizer="sgd"))
     assert local_optimizers(LoopSettings(weights_optimizer="ppo"))["weights"].ppo
+
+
+def test_downstream_completions_reach_every_rollout_pair(tmp_path):
+    """``budget.completions`` (m) sets how many downstream runs label each rollout candidate."""
+    import pytest
+
+    from coalign.errors import ConfigError
+    from coalign.job import parse_run_config
+    from tests.selector_toy import selector_loop
+
+    assert parse_run_config({"budget": {"completions": 3}}).budget.completions == 3
+    with pytest.raises(ConfigError, match="completions"):
+        parse_run_config({"budget": {"completions": 0}})
+    opt = selector_loop(tmp_path / "m2", completions=2)
+    opt.prepare()
+    pairs = opt.store.pairs("chooser")
+    assert pairs and {p.m for p in pairs} == {2}

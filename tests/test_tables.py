@@ -256,6 +256,10 @@ def test_optimizers_on_replay_stay_inside_the_table(tmp_path: Path) -> None:
     assert greedy_job.optimizer.run()
     with pytest.raises(ConfigError, match="use 0 .candidates only. or >= 2"):
         parse_run_config({**raw, "budget": {"rollout_n": 1}})
+    with pytest.raises(ConfigError, match="'budget.completions': a replay table holds one"):
+        Job.open(parse_run_config({**raw, "budget": {**raw["budget"], "completions": 2}}),
+                 tmp_path / "run5")
+    assert not (tmp_path / "run5").exists()
 
 
 def test_text_candidates_make_a_finite_space() -> None:

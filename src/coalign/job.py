@@ -345,6 +345,9 @@ def _replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
         raise ConfigError(f"run config field 'budget.rollout_n': {n} samples per rollout, the "
                           f"replay table holds {space.samples.n}; use rollout_n: "
                           f"{space.samples.n} or 0")
+    if cfg.budget.completions > 1:  # tables hold one greedy completion per path
+        raise ConfigError("run config field 'budget.completions': a replay table holds one "
+                          "greedy downstream completion per path; use completions: 1")
     pool = pool_examples(space)
     if n:
         from coalign.tables import ShardSet

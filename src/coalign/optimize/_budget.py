@@ -26,6 +26,9 @@ class BudgetSpec(BaseModel):
     text_steps: int = Field(3, ge=1)
     text_alternatives: int = Field(0, ge=0)
     min_alignment: float = Field(0.5, ge=0, le=1)
+    # downstream completions per rollout candidate (m): its label is the mean reward of m runs
+    # of everything downstream at temperature; 1: one greedy completion
+    completions: int = Field(1, ge=1)
 
     @field_validator("rollout_n")
     @classmethod

@@ -186,7 +186,7 @@ class Optimizer:
             specs += self.s.kinds[param.kind].rollouts(RolloutAsk(
                 name, param, current, self.s.rollout_n, self.s.temperature,
                 self.s.text_alternatives, nearby))
-        return specs
+        return [dataclasses.replace(sp, m=self.s.completions) for sp in specs]
 
     def _collect(self, examples: Sequence[Example], tag: str,
                  progress: Progress | None = None) -> list:

@@ -38,6 +38,7 @@ class LoopSettings:
     # components whose stage-1 alignment (cross-validated) is not above this are not drawn,
     # once it was measured on at least min_alignment_pairs decisive pairs (fewer say nothing)
     min_alignment: float = _b("min_alignment")
+    completions: int = _b("completions")  # downstream completions per rollout candidate (m)
     min_alignment_pairs: int = 10
     seed: int = 0
     # the param kinds the loop knows (``_kinds``): a new kind is one more entry here
