@@ -8,7 +8,12 @@ difference of the best two methods; writes the JSON and an anytime-curve SVG per
 
     python benchmarks/replay_compare.py benchmarks/tables/code_gen [more tables] \
         [--seeds 20] [--budgets 250 500 1000 2000] [--split 0.2 0.3 0.5] \
-        [--json benchmarks/results/replay/compare.json] [--svg-dir benchmarks/results/replay]
+        [--json benchmarks/results/replay/compare.json] [--svg-dir benchmarks/results/replay] \
+        [--per-instance retriever.k retriever.query]
+
+``--per-instance``: also run coalign with these Choice params chosen per input (run config
+``per_instance``), and report the per-input oracle over them from the best global config on
+test, and how much of its gap over that config each coalign variant closes.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
+
 from coalign.tables import Table
-from coalign.tables._compare import Lookup
+from coalign.tables._compare import Lookup, draw_split, per_input_oracle
 from coalign.tables._comparison import METHODS, REFERENCES, anytime_svg, compare
 from coalign.tables._loop_arm import coalign_method
 
@@ -28,6 +35,33 @@ from coalign.tables._loop_arm import coalign_method
 def sizes_of(n: int, fractions: list[float]) -> tuple[int, int, int]:
     train, val = max(1, round(n * fractions[0])), max(1, round(n * fractions[1]))
     return train, val, max(1, min(n - train - val, round(n * fractions[2])))
+
+
+PER_INSTANCE = "coalign (per-instance choices)"
+
+
+def per_instance_gap(lookup: Lookup, result, sizes, slots: list[str]) -> dict:
+    """Per seed, the per-input oracle over ``slots`` from the best global config on test; per
+    budget, the share of its gap over that config each coalign variant closes (mean over
+    seeds of (variant - best global) / (oracle - best global))."""
+    oracle, best = [], []
+    for seed in result.seeds:
+        split = draw_split(lookup.scores.shape[1], sizes, seed)
+        top = int(np.argmax(lookup.scores[:, list(split.test)].mean(axis=1)))
+        best.append(lookup.score(top, split.test))
+        oracle.append(per_input_oracle(lookup, top, slots, split.test))
+    gap = float(np.mean(oracle) - np.mean(best))
+    print(f"per-input oracle over {slots}: {np.mean(oracle):.3f} against the best global "
+          f"config on test {np.mean(best):.3f} (gap {gap:+.3f})")
+    closed = {}
+    for variant in ("coalign", PER_INSTANCE):
+        closed[variant] = {str(b): (float(np.mean(result.scores[variant][b])) - np.mean(best))
+                           / gap if gap > 0 else None for b in result.budgets}
+        shares = zip(result.budgets, closed[variant].values(), strict=True)
+        print(f"  {variant}: share of the gap closed by budget " + ", ".join(
+            f"{b:g}: {v:+.2f}" for b, v in shares if v is not None))
+    return {"slots": slots, "oracle": oracle, "best_global_test": best, "gap": gap,
+            "closed": closed}
 
 
 def main() -> None:
@@ -40,6 +74,7 @@ def main() -> None:
     ap.add_argument("--level", default="greedy")
     ap.add_argument("--methods", nargs="+", default=["coalign", *METHODS],
                     help=f"of: coalign, {', '.join(METHODS)}")
+    ap.add_argument("--per-instance", nargs="+", default=[], metavar="COMPONENT.PARAM")
     ap.add_argument("--quick", action="store_true", help="3 seeds")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--svg-dir", type=Path)
@@ -61,6 +96,10 @@ def main() -> None:
             if finished:
                 methods = {"coalign": (coalign_method(directory, rewards.questions), True),
                            **methods}
+                if args.per_instance:
+                    methods[PER_INSTANCE] = (coalign_method(directory, rewards.questions,
+                                                            settings={"per_instance":
+                                                                      args.per_instance}), True)
             else:
                 print(f"{directory}: coalign left out, the table is not finished "
                       f"({len(rewards.questions)} of {len(table.space.questions)} questions)")
@@ -86,11 +125,13 @@ def main() -> None:
             print(f"  {ranked[0]} - {ranked[1]}: {d['mean']:+.3f} [{d['lo']:+.3f}, "
                   f"{d['hi']:+.3f}] P {d['p_better']:.2f}")
             if "coalign" in competitors:  # the issue's question: coalign - the best baseline
-                best = next(m for m in ranked if m != "coalign")
+                best = next(m for m in ranked if not m.startswith("coalign"))
                 d = result.paired("coalign", best, b)
                 out.setdefault("coalign_vs_best", {})[str(b)] = {"best": best, **d}
                 print(f"  coalign - {best} (best baseline): {d['mean']:+.3f} "
                       f"[{d['lo']:+.3f}, {d['hi']:+.3f}] P {d['p_better']:.2f}")
+        if PER_INSTANCE in result.scores:
+            out["per_instance"] = per_instance_gap(lookup, result, sizes, args.per_instance)
         results["tables"][name] = out
         if args.svg_dir:
             args.svg_dir.mkdir(parents=True, exist_ok=True)

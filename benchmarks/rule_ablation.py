@@ -7,7 +7,8 @@ its paired difference to the default loop, plus what the runs did (equivalent ru
 the loop stopped, validated and accepted steps); writes the JSON.
 
     python benchmarks/rule_ablation.py benchmarks/tables/code_gen [--seeds 20] \
-        [--variants default random-pick ...] [--json benchmarks/results/replay/ablation-code_gen.json]
+        [--variants default random-pick ...] \
+        [--json benchmarks/results/replay/ablation-code_gen.json]
 
 Variants (rule numbers of docs/optimize.md's rules table):
 

@@ -107,3 +107,30 @@ def test_cost_penalty_can_turn_the_pick_to_the_cheap_option():
     assert selector.select("gen", "model", {"q": "a"}, OPTIONS, "cheap") == "cheap"
     assert RewardSelector(selector.reward).select("gen", "model", {"q": "a"}, OPTIONS,
                                                   "cheap") == "strong"
+
+
+def test_a_run_config_makes_a_global_choice_per_instance(tmp_path):
+    """``per_instance: [retriever.k]`` on the committed HotpotQA table fixture: the retriever's
+    k becomes a per-input choice the loop can hand to a selector; anything but a Choice param
+    is refused in one line before the run dir exists."""
+    from pathlib import Path
+
+    import pytest
+
+    from coalign.errors import ConfigError
+    from coalign.job import Job, parse_run_config
+
+    fixture = Path(__file__).parent / "fixtures" / "tables" / "multihop_qa_8q"
+    raw = {"system": "multihop_qa", "data": "hotpotqa", "lm": f"replay:{fixture}",
+           "backbone": "hashing", "split": {"train": 3, "val": 3, "test": 2},
+           "budget": {"iterations": 0, "rollout_n": 0}, "per_instance": ["retriever.k"]}
+    job = Job.open(parse_run_config(raw), tmp_path / "run")
+    assert job.task.system.component("retriever").params["k"].scope == "per_instance"
+    assert job.task.system.component("retriever").params["query"].scope == "global"
+    job.store.close()
+    for slot, why in (("retriever.nope", "no such param"),
+                      ("answer_generator.prompt", "a text param"),
+                      ("nobody.k", "unknown component")):
+        with pytest.raises(ConfigError, match=f"run config field 'per_instance': .*{why}"):
+            Job.open(parse_run_config({**raw, "per_instance": [slot]}), tmp_path / "bad")
+        assert not (tmp_path / "bad").exists()

@@ -97,7 +97,6 @@ def test_a_finite_slot_is_not_drawn_again_once_it_proposed_no_change_on_every_tr
     split settles it; with every drawable slot settled the run stops (a fixed point), and
     resume rebuilds the same memory from the ledger."""
     from coalign.optimize._outcome import unchanged_inputs, window_indices
-
     from tests.test_early_reject import optimizer
 
     opt = optimizer(tmp_path, iterations=40)

@@ -8,6 +8,7 @@ from coalign.tables._compare import (
     Trajectory,
     draw_split,
     exhaustive,
+    per_input_oracle,
     random_search,
     reinforce,
     tpe,
@@ -236,3 +237,51 @@ def test_the_loop_arm_counts_steps_by_outcome_and_the_runs_spent():
     _count(stats, SimpleNamespace(accepted=False, val_after=0.4), 70.0)  # rejected by the gate
     _count(stats, SimpleNamespace(accepted=True, val_after=0.5), 100.0)
     assert stats == {"steps": 3, "accepted": 1, "validated": 2, "skipped": 1, "spent": 100.0}
+
+
+def test_a_system_outside_the_space_is_scored_on_the_questions_it_ran_on():
+    lookup = grid_lookup(n_questions=6)
+    n = lookup.n_configs
+    number = lookup.add({1: 1.0, 4: 0.0, 5: 0.5})
+    assert number == n and lookup.add({0: 0.25}) == n + 1
+    assert lookup.score(number, [1, 4, 5]) == pytest.approx(0.5)
+    assert lookup.score(n + 1, [0]) == 0.25
+    with pytest.raises(ValueError, match=r"not run on questions \[2\]"):
+        lookup.score(number, [1, 2])
+    assert lookup.scores.shape[0] == n  # the space's own matrix (and its ceilings) unchanged
+
+
+def test_the_loop_arm_scores_a_per_instance_system_by_running_it_on_test():
+    from types import SimpleNamespace
+
+    from coalign.tables._loop_arm import _system_index
+
+    lookup = grid_lookup(n_questions=6)
+    split = draw_split(6, (2, 2, 2), seed=0)
+    space = SimpleNamespace(questions=[f"q{i}" for i in range(6)])
+    test = [SimpleNamespace(id=f"q{i}") for i in split.test]
+    ran = []
+
+    def on_test(config, policies):
+        ran.append(policies)
+        return SimpleNamespace(scores=[0.75, 0.25])
+
+    job = SimpleNamespace(test=test, on_test=on_test, optimizer=SimpleNamespace(
+        config="cfg", policies={("b", "y"): "digest"}))
+    number = _system_index(job, lookup, split, space)
+    assert ran == [{("b", "y"): "digest"}] and number == lookup.n_configs
+    assert lookup.extra[0] == dict(zip(split.test, [0.75, 0.25], strict=True))
+
+
+def test_the_per_input_oracle_varies_only_the_named_slots():
+    lookup = grid_lookup(n_questions=8, seed=1)
+    questions = [0, 3, 5]
+    start = 0  # (0, 0, 0)
+    # one slot: per question, the best of the 2 values of c.z with a.x = b.y = 0
+    rows = [lookup.config([0, 0, z]) for z in range(2)]
+    want = lookup.scores[np.ix_(rows, questions)].max(axis=0).mean()
+    assert per_input_oracle(lookup, start, ["c.z"], questions) == pytest.approx(want)
+    # every slot: the per-question oracle over the whole space
+    whole = lookup.scores[:, questions].max(axis=0).mean()
+    assert per_input_oracle(lookup, start, ["a.x", "b.y", "c.z"], questions) == pytest.approx(whole)
+    assert per_input_oracle(lookup, start, [], questions) == lookup.score(start, questions)

@@ -128,6 +128,7 @@ class RunConfig(_Strict):
     backbone: str = "minilm"
     start: dict[str, dict[str, Any]] = {}  # component -> param -> starting value (JSON form)
     # "component.param" of a per-instance Choice -> option -> relative cost per call
+    per_instance: list[str] = []  # component.param Choice params chosen per input
     choice_costs: dict[str, dict[str, float]] = {}
     cost_weight: float = Field(0.0, ge=0)  # local-reward units given up per unit of cost
     seed: int = Field(0, strict=True)
@@ -231,10 +232,12 @@ class Job:
         The system, metric and data are resolved and checked before the run dir is touched."""
         task, pool = _replay_task(cfg) if cfg.lm is not None else (
             load_task(cfg.system, cfg.model, cfg.metric), None)
-        try:
-            task.system.set_defaults(cfg.start)
-        except ConfigError as exc:
-            raise ConfigError(f"run config field 'start': {exc}") from None
+        for field, apply in (("start", task.system.set_defaults),
+                             ("per_instance", task.system.set_per_instance)):
+            try:
+                apply(getattr(cfg, field))
+            except ConfigError as exc:
+                raise ConfigError(f"run config field {field!r}: {exc}") from None
         costs = choice_costs(task, cfg.choice_costs)  # checked before the run dir is touched
         s = cfg.split
         data = cfg.data if isinstance(cfg.data, str) else cfg.data.source()
@@ -257,15 +260,16 @@ class Job:
             raise
         return cls(cfg, task, train, val, test, store, optimizer, data_read)
 
-    def _test(self, config: SystemConfig, policies: Policies) -> EvalResult:
+    def on_test(self, config: SystemConfig, policies: Policies) -> EvalResult:
+        """``config`` (with its per-instance policies) on the test split (stored, resumable)."""
         return evaluate(self.task, self.test, config, self.optimizer.runtime_for(policies),
                         self.store, tag="test" + policy_suffix(policies))
 
     def evaluate_test(self) -> tuple[EvalResult, EvalResult]:
         """Test metric of the unoptimized and the optimized system (stored, resumable)."""
         opt = self.optimizer
-        before = self._test(self.task.system.default_config(), {})
-        after = self._test(opt.config, opt.policies)
+        before = self.on_test(self.task.system.default_config(), {})
+        after = self.on_test(opt.config, opt.policies)
         self.store.set_meta("result", {"metric": self.task.metric_name,
                                        "before": before.mean_reward, "after": after.mean_reward,
                                        "test_size": len(self.test)})
@@ -275,13 +279,13 @@ class Job:
         """Each accepted step's test metric before and after it: does its validation gain hold
         on test? A small validation split accepts noise; this is how to see it. Each config is
         evaluated once (stored), and the response cache re-runs only what a step changed."""
-        prev = self._test(self.task.system.default_config(), {}).mean_reward
+        prev = self.on_test(self.task.system.default_config(), {}).mean_reward
         rows = []
         for t, state, rec in self.store.steps():
             if state != "accepted":
                 continue
             config = SystemConfig.from_json(self.task.system, rec["config"])
-            after = self._test(config, policies_of(rec)).mean_reward  # as validated
+            after = self.on_test(config, policies_of(rec)).mean_reward  # as validated
             rows.append({"step": t, "component": rec["component"], "param": rec["param"],
                          "val_before": rec["val_before"], "val_after": rec["val_after"],
                          "test_before": prev, "test_after": after, "holds": after > prev})

@@ -16,6 +16,7 @@ from typing import Any
 from coalign.component._base import Component
 from coalign.config import SystemConfig
 from coalign.errors import ConfigError, GraphError
+from coalign.params import Choice
 from coalign.runtime import RunContext, Runtime, Sampling
 from coalign.trace import Step, Trace
 
@@ -170,6 +171,22 @@ class System:
                     raise ConfigError(f"{comp_name}.{pname}: {exc}") from None
         for (comp_name, pname), value in parsed.items():
             self.component(comp_name).params[pname].default = value
+
+    def set_per_instance(self, slots: Sequence[str]) -> None:
+        """Make each ``component.param`` (a ``Choice``) chosen per input at inference instead of
+        once for all inputs, e.g. a retriever's k on a system built with a global one. All are
+        checked before any is changed."""
+        specs = []
+        for slot in slots:
+            comp_name, _, pname = slot.partition(".")
+            spec = self.component(comp_name).params.get(pname)
+            if not isinstance(spec, Choice):
+                kind = "no such param" if spec is None else f"a {spec.kind} param"
+                raise ConfigError(f"per-instance {slot!r}: {kind}; only a Choice param "
+                                  "(component.param) can be chosen per input")
+            specs.append(spec)
+        for spec in specs:
+            spec.scope = "per_instance"
 
     def config(self, values: Mapping[str, Mapping[str, Any]]) -> SystemConfig:
         return SystemConfig(self, values)

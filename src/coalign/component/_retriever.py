@@ -12,7 +12,6 @@ from coalign.errors import ConfigError
 from coalign.params import Choice
 from coalign.runtime import RunContext
 
-
 _INDEXES: Any = None  # a coalign.retrieval.BM25Cache, made on first use (bm25s loads lazily)
 _INDEXES_LOCK = threading.Lock()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,6 +60,9 @@ class Lookup:
             raise ValueError(f"index shape {self.index.shape} does not fit "
                              f"{len(self.scores)} configs x {len(self.slots)} slots")
         self.by_key = {tuple(int(v) for v in row): i for i, row in enumerate(self.index)}
+        # systems outside the space's global configs (a per-instance policy), each known on the
+        # questions it was run on; numbered after the configs
+        self.extra: list[dict[int, float]] = []
 
     @classmethod
     def of_table(cls, rewards: Rewards, space: CandidateSpace) -> Lookup:
@@ -77,7 +80,30 @@ class Lookup:
         return self.by_key[tuple(int(p) for p in picks)]
 
     def score(self, config: int, questions: Sequence[int]) -> float:
+        if config >= self.n_configs:
+            known = self.extra[config - self.n_configs]
+            missing = [q for q in questions if q not in known]
+            if missing:
+                raise ValueError(f"system {config} was not run on questions {missing[:5]}")
+            return float(np.mean([known[q] for q in questions]))
         return float(self.scores[config, list(questions)].mean())
+
+    def add(self, scores: Mapping[int, float]) -> int:
+        """Register a system outside the space by its reward per question index; returns the
+        number ``score`` knows it by."""
+        self.extra.append({int(q): float(r) for q, r in scores.items()})
+        return self.n_configs + len(self.extra) - 1
+
+
+def per_input_oracle(lookup: Lookup, config: int, slots: Sequence[str],
+                     questions: Sequence[int]) -> float:
+    """The best a per-input choice of ``slots`` could do from ``config``: per question, the
+    best reward over every combination of those slots' values (the rest as in ``config``)."""
+    where = [lookup.slots.index(s) for s in slots]
+    base = lookup.index[config]
+    rows = [i for i, row in enumerate(lookup.index)
+            if all(row[j] == base[j] for j in range(len(base)) if j not in where)]
+    return float(lookup.scores[np.ix_(rows, list(questions))].max(axis=0).mean())
 
 
 def config_indices(data: dict, space: CandidateSpace) -> dict[str, int]:

@@ -59,9 +59,9 @@ def coalign_method(table: Path, questions: Sequence[str], *,
                     spent = opt.account.equivalent_runs()
                     _count(trajectory.stats, rec, spent)
                     if rec.accepted:
-                        picks = config_indices(opt.config.to_json(), space)
-                        trajectory.trials.append((spent, lookup.config(
-                            [picks[s] for s in lookup.slots]), float(rec.val_after)))
+                        trajectory.trials.append((spent, _system_index(job, lookup, split,
+                                                                       space),
+                                                  float(rec.val_after)))
                     if spent >= limit:
                         raise _Spent
 
@@ -74,6 +74,19 @@ def coalign_method(table: Path, questions: Sequence[str], *,
         return trajectory
 
     return run
+
+
+def _system_index(job: Any, lookup: Lookup, split: Split, space: CandidateSpace) -> int:
+    """The lookup's number for the loop's current system: a global config of the space, or,
+    under a per-instance policy (a choice made per input), a system of its own, scored by
+    running it on the split's test questions on replay (no LLM call)."""
+    opt = job.optimizer
+    if not opt.policies:
+        picks = config_indices(opt.config.to_json(), space)
+        return lookup.config([picks[s] for s in lookup.slots])
+    result = job.on_test(opt.config, opt.policies)
+    by_id = dict(zip([e.id for e in job.test], result.scores, strict=True))
+    return lookup.add({q: by_id[space.questions[q]] for q in split.test})
 
 
 def _count(stats: dict[str, float], rec: Any, spent: float) -> None:
