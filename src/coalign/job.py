@@ -5,22 +5,18 @@ system: multihop_qa          # a name from coalign.systems, or module:factory (y
 metric: f1                   # optional: f1 | em | accuracy | module:function
 model: qwen2.5-0.5b          # task model (name or spec)
 data: world                  # world | hotpotqa | musique | pubmedqa | mbpp | FILE (format detected)
-# data: {path: rows.jsonl, fields: {question: q, target: answer, id: qid}}   # any JSONL, mapped
-# data: {path: ori_pqal.json, ground_truth: test_ground_truth.json}          # PubMedQA test split
 split: {train: 12, val: 8, test: 20, seed: 0}
 budget: {iterations: 4, search_size: 4, fresh_inputs: 4, rollout_n: 3}
 gate: strict                 # or bootstrap
-gate_confidence: 0.9         # bootstrap gate: the P(better) a candidate needs on validation
 early_reject: 0.9            # optional: stop validating a candidate that is clearly worse so far
 proposer: qwen2.5-0.5b       # LM proposing instructions (omit to use edits and demos only)
 components: [retriever, answer_generator]   # optional subset to optimize
 optimizers: {text: opro, weights: reinforce}  # optional: local optimizer per param kind
-endpoint: {timeout_s: 60, max_retries: 4, concurrency: 8}   # optional, for openai: models
-tracking: {mlflow: sqlite:///mlflow.db}   # optional: mirror the run into MLflow (docs/report.md)
-executor: {ray: auto}        # optional: model calls on Ray actors (docs/ray.md); default threads
 start:                       # optional starting values (default: the system's own)
   answer_generator: {prompt: "Answer the question using the facts."}
 ```
+
+Every field (data mappings, endpoint, tracking, executor, per_instance, ...): docs/optimize.md.
 """
 
 from __future__ import annotations
