@@ -181,8 +181,17 @@ def with_ray(cfg: RunConfig, address: str | None) -> RunConfig:
 
 
 @app.command("demo")
-def demo_cmd(run_dir: Path = typer.Option(Path("runs/demo"))) -> None:
-    """Optimize multihop_qa on the generated world with a small budget (local LLM)."""
+def demo_cmd(run_dir: Path = typer.Option(Path("runs/demo")),
+             live: bool = typer.Option(True, help="the loop on the local LLM (~10 min)"),
+             replay: bool = typer.Option(
+                 True, help="then coalign against the other optimizers on the committed "
+                 "replay tables (no LLM call)")) -> None:
+    """Optimize multihop_qa on the generated world with a small budget (local LLM), then
+    compare optimizers on the replay tables."""
+    from coalign.cli._replay_demo import show_replay_comparison
     from coalign.job import parse_run_config
 
-    run_job(parse_run_config(DEMO, "demo config"), run_dir)
+    if live:
+        run_job(parse_run_config(DEMO, "demo config"), run_dir)
+    if replay:
+        show_replay_comparison(console, run_dir / "replay")

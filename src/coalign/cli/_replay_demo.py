@@ -1,0 +1,97 @@
+"""The demo's second part: coalign against the other optimizers on the committed replay tables.
+
+Every LLM output of a table was computed once and committed (``benchmarks/tables``), so this
+part makes no LLM call: each method runs on a few seeds' splits of the table's questions at a
+few budgets, and the page shows each method's mean test metric and writes the anytime curve.
+The full comparison (20 seeds) is ``benchmarks/replay_compare.py``; its committed results are
+in ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table as RichTable
+from rich.text import Text
+
+SEEDS = (0, 1)
+BUDGETS = (250.0, 500.0, 1000.0)
+SPLIT = (0.2, 0.3, 0.5)  # train / val / test shares of the questions, as replay_compare's
+
+
+def find_tables(start: Path | None = None) -> list[Path]:
+    """Finished tables under ``benchmarks/tables`` of the checkout holding this package (or of
+    ``start``); none for an installed wheel, which ships no tables."""
+    roots = [start] if start else [Path.cwd(), Path(__file__).resolve().parents[3]]
+    for root in roots:
+        folder = root / "benchmarks" / "tables"
+        if folder.is_dir():
+            return sorted(p for p in folder.iterdir() if (p / "space.json").is_file())
+    return []
+
+
+def show_replay_comparison(console: Console, out_dir: Path,
+                           tables: Sequence[Path] | None = None,
+                           seeds: Sequence[int] = SEEDS,
+                           budgets: Sequence[float] = BUDGETS) -> list[Path]:
+    """Compare the methods on each finished table; print a table per system, write its
+    anytime curve under ``out_dir``, and return the curves written."""
+    from coalign.tables import Table
+    from coalign.tables._compare import Lookup
+    from coalign.tables._comparison import METHODS, anytime_svg, compare
+    from coalign.tables._loop_arm import coalign_method
+
+    tables = find_tables() if tables is None else list(tables)
+    written: list[Path] = []
+    if not tables:
+        console.print(Text("replay comparison: no replay tables here (they live in the "
+                           "repository's benchmarks/tables)", style="dim"))
+        return written
+    for directory in tables:
+        table = Table(directory)
+        finished = table.finished()
+        if len(finished) < len(table.space.questions):
+            console.print(Text(f"replay comparison: {directory} is still building "
+                               f"({len(finished)} of {len(table.space.questions)} questions); "
+                               "skipped", style="dim"))
+            continue
+        t0 = time.perf_counter()
+        rewards = table.rewards()
+        lookup = Lookup.of_table(rewards, table.space)
+        n = len(rewards.questions)
+        sizes = [max(1, round(n * f)) for f in SPLIT]
+        methods = {"coalign": (coalign_method(directory, rewards.questions), True), **METHODS}
+        result = compare(lookup, sizes=sizes, seeds=list(seeds), budgets=budgets,
+                         methods=methods)
+        metric = table.space.task().metric_name
+        name = table.space.system
+        out_dir.mkdir(parents=True, exist_ok=True)
+        curve = out_dir / f"anytime-{name}.svg"
+        curve.write_text(anytime_svg(result, metric=metric,
+                                     title=f"{name}: test {metric} by budget, "
+                                           f"{len(seeds)} seeds"))
+        written.append(curve)
+        console.print(_table(result, name, metric, n, sizes, time.perf_counter() - t0))
+        console.print(Text(f"anytime curve: {curve}"))
+    return written
+
+
+def _table(result, name: str, metric: str, n: int, sizes: Sequence[int],
+           seconds: float) -> RichTable:
+    from coalign.tables._comparison import REFERENCES
+
+    out = RichTable(title=Text(f"{name} replay table: test {metric}, mean of "
+                               f"{len(result.seeds)} seeds ({n} questions, split "
+                               f"{'/'.join(map(str, sizes))}; {seconds:.0f} s, no LLM call)"))
+    out.add_column("method")
+    for b in result.budgets:
+        out.add_column(f"{b:g} runs", justify="right")
+    for method in result.scores:
+        style = "dim" if method in REFERENCES else None
+        out.add_row(Text(method, style=style),
+                    *(Text(f"{result.summary(method, b)['mean']:.3f}", style=style)
+                      for b in result.budgets))
+    return out
