@@ -80,8 +80,9 @@ class Table:
         from coalign.runtime import Runtime
 
         task = self.space.task()
+        # 2 workers: a sandboxed test run (code_gen) waits on its child process, not the GIL
         return compute_rewards(task, list(self.space.configs(task)), self.finished(level),
-                               Runtime(lms=self.lms(), max_workers=1, seed=0))
+                               Runtime(lms=self.lms(), max_workers=2, seed=0))
 
     def status(self) -> TableStatus:
         total = len(self.space.questions)
