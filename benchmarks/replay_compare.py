@@ -28,7 +28,7 @@ import numpy as np
 
 from coalign.tables import Table
 from coalign.tables._compare import Lookup, draw_split, per_input_oracle
-from coalign.tables._comparison import METHODS, REFERENCES, anytime_svg, compare
+from coalign.tables._comparison import METHODS, REFERENCES, START, anytime_svg, compare
 from coalign.tables._loop_arm import coalign_method
 
 
@@ -130,6 +130,10 @@ def main() -> None:
                 out.setdefault("coalign_vs_best", {})[str(b)] = {"best": best, **d}
                 print(f"  coalign - {best} (best baseline): {d['mean']:+.3f} "
                       f"[{d['lo']:+.3f}, {d['hi']:+.3f}] P {d['p_better']:.2f}")
+                d = result.paired("coalign", START, b)
+                out.setdefault("coalign_vs_start", {})[str(b)] = d
+                print(f"  coalign - start config: {d['mean']:+.3f} "
+                      f"[{d['lo']:+.3f}, {d['hi']:+.3f}]")
         if PER_INSTANCE in result.scores:
             out["per_instance"] = per_instance_gap(lookup, result, sizes, args.per_instance)
         results["tables"][name] = out
