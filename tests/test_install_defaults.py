@@ -39,3 +39,14 @@ def test_version_flag_prints_the_installed_version():
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"coalign {version('coalign')}"
+
+
+def test_a_local_model_without_llama_cpp_names_the_extra(monkeypatch):
+    import pytest
+
+    from coalign.lm._base import LMError
+    from coalign.lm._llamacpp import _load_llama
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # an endpoint-only install
+    with pytest.raises(LMError, match=r"pip install 'coalign\[local\]'"):
+        _load_llama("model.gguf", 512, 1)
