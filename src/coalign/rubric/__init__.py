@@ -1,5 +1,9 @@
 """ARCO: step-level rubric rewards that co-evolve with a multi-step search agent."""
 
+from coalign.errors import need_torch
+
+need_torch("ARCO's policy and rubric models")
+
 from coalign.rubric._ablations import Variant, variants
 from coalign.rubric._advantages import (
     bucketed_advantages,
