@@ -14,7 +14,7 @@
 set -euo pipefail
 
 repo=$(git rev-parse --show-toplevel)
-out=${1:-$repo/benchmarks/results/wheel_install.json}
+out=$(realpath -m "${1:-$repo/benchmarks/results/wheel_install.json}")
 python=${PYTHON:-python3}
 extra=${EXTRA-local}
 work=$(mktemp -d /tmp/coalign-wheel-XXXXXX)
