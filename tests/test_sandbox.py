@@ -229,9 +229,12 @@ def test_per_test_limit_lets_later_tests_run() -> None:
 
 def test_memory_hogs_fail_without_hurting_the_parent() -> None:
     rss = psutil.Process().memory_info().rss
+    # time enough to fault in 512 MB on a slow machine: this test is about memory, and CI once
+    # saw the growing list reach its 1 s test limit first
+    roomy = Limits(wall_seconds=20, cpu_seconds=10, test_seconds=8, memory_mb=512)
     result = run_tests("grown = []", ["x = bytearray(10**10)",
                                       "while True:\n    grown.append(' ' * 10**6)", "assert 1"],
-                       limits=FAST)
+                       limits=roomy)
     assert [o.error for o in result.outcomes[:2]] == ["MemoryError", "MemoryError"]
     assert result.status in ("ok", "memory")
     assert psutil.Process().memory_info().rss - rss < 50 * 2**20

@@ -1,8 +1,8 @@
 """Local reward functions (LRFs): shared backbone, per-component heads, alignment evaluation."""
 
-from coalign.errors import need_torch
+from coalign.errors import need_torch as _need_torch
 
-need_torch("the local reward models")  # torch modules; an evaluate-only install may lack it
+_need_torch("the local reward models")  # torch modules; an evaluate-only install may lack it
 
 from coalign.rewards._backbone import (
     BACKBONES,

@@ -1,8 +1,8 @@
 """ARCO: step-level rubric rewards that co-evolve with a multi-step search agent."""
 
-from coalign.errors import need_torch
+from coalign.errors import need_torch as _need_torch
 
-need_torch("ARCO's policy and rubric models")
+_need_torch("ARCO's policy and rubric models")
 
 from coalign.rubric._ablations import Variant, variants
 from coalign.rubric._advantages import (
