@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,10 +50,10 @@ from coalign.imports import check_metric, load_task
 from coalign.lm import EndpointSettings, redact_url
 from coalign.optimize import Gate, LoopSettings, Optimizer
 from coalign.optimize._budget import BudgetSpec  # the budget block: the loop's defaults
+from coalign.optimize._costs import choice_costs
 from coalign.optimize._kinds import KINDS, optimizer_problem
 from coalign.optimize._local import LEGACY, legacy_conflict
 from coalign.optimize._selectors import Policies, policies_of, policy_suffix
-from coalign.params import Choice
 from coalign.rewards import LocalRewardModel, make_backbone
 from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load_data
 from coalign.store import RunStore
@@ -287,32 +286,6 @@ class Job:
                          "test_before": prev, "test_after": after, "holds": after > prev})
             prev = after
         return rows
-
-
-def choice_costs(task: Task, raw: dict[str, dict[str, float]]
-                 ) -> dict[tuple[str, str], dict[Any, float]]:
-    """``choice_costs`` of a run config keyed by (component, param), with the options' own values
-    (a JSON key is always a string; ``k: 5`` is option 5). Every name is checked."""
-    out: dict[tuple[str, str], dict[Any, float]] = {}
-    for slot, costs in raw.items():
-        def bad(msg: str, slot: str = slot) -> ConfigError:
-            return ConfigError(f"run config field 'choice_costs': {slot}: {msg}")
-
-        comp, _, param = slot.partition(".")
-        names = [c.name for c in task.system.components]
-        if comp not in names:
-            raise bad(f"unknown component {comp!r}; have {names}")
-        spec = task.system.component(comp).params.get(param)
-        if not isinstance(spec, Choice) or spec.scope != "per_instance":
-            raise bad("not a per-instance Choice param (write component.param)")
-        by_name = {str(o): o for o in spec.options}
-        for option, cost in costs.items():
-            if option not in by_name:
-                raise bad(f"unknown option {option!r}; options are {list(by_name)}")
-            if not math.isfinite(cost) or cost < 0:
-                raise bad(f"cost of {option!r} must be a finite number >= 0, got {cost}")
-        out[(comp, param)] = {by_name[o]: float(c) for o, c in costs.items()}
-    return out
 
 
 def resume_config(run_dir: Path) -> RunConfig:
