@@ -27,15 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from coalign.tables import Table
-from coalign.tables._compare import Lookup, draw_split, per_input_oracle
+from coalign.tables._compare import Lookup, draw_split, per_input_oracle, split_sizes
 from coalign.tables._comparison import METHODS, REFERENCES, START, anytime_svg, compare
 from coalign.tables._loop_arm import coalign_method
-
-
-def sizes_of(n: int, fractions: list[float]) -> tuple[int, int, int]:
-    train, val = max(1, round(n * fractions[0])), max(1, round(n * fractions[1]))
-    return train, val, max(1, min(n - train - val, round(n * fractions[2])))
-
 
 PER_INSTANCE = "coalign (per-instance choices)"
 
@@ -89,7 +83,7 @@ def main() -> None:
         rewards = table.rewards(args.level)
         replay_s = time.perf_counter() - t0
         lookup = Lookup.of_table(rewards, table.space)
-        sizes = sizes_of(len(rewards.questions), args.split)
+        sizes = split_sizes(len(rewards.questions), args.split)
         methods = {m: METHODS[m] for m in args.methods if m in METHODS}
         if "coalign" in args.methods:
             finished = len(rewards.questions) == len(table.space.questions)

@@ -40,7 +40,7 @@ import numpy as np
 from coalign.optimize import _base, _choice, _step
 from coalign.optimize._base import value_key
 from coalign.tables import Table
-from coalign.tables._compare import Lookup, Method, Split, Trajectory
+from coalign.tables._compare import Lookup, Method, Split, Trajectory, split_sizes
 from coalign.tables._comparison import compare
 from coalign.tables._loop_arm import coalign_method
 
@@ -108,13 +108,11 @@ def main() -> None:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    from replay_compare import sizes_of  # same split arithmetic as the comparison
-
     commit = _commit()  # the code that ran, not what HEAD is when it ends
     table = Table(args.table)
     rewards = table.rewards("greedy")
     lookup = Lookup.of_table(rewards, table.space)
-    sizes = sizes_of(len(rewards.questions), args.split)
+    sizes = split_sizes(len(rewards.questions), args.split)
     base = coalign_method(args.table, rewards.questions)
     logs: dict[str, list[Trajectory]] = {v: [] for v in args.variants}
     methods = {v: (_with_patches(base, VARIANTS[v], logs[v]), True) for v in args.variants}

@@ -40,7 +40,7 @@ def show_replay_comparison(console: Console, out_dir: Path,
     """Compare the methods on each finished table; print a table per system, write its
     anytime curve under ``out_dir``, and return the curves written."""
     from coalign.tables import Table
-    from coalign.tables._compare import Lookup
+    from coalign.tables._compare import Lookup, split_sizes
     from coalign.tables._comparison import METHODS, anytime_svg, compare
     from coalign.tables._loop_arm import coalign_method
 
@@ -62,7 +62,7 @@ def show_replay_comparison(console: Console, out_dir: Path,
         rewards = table.rewards()
         lookup = Lookup.of_table(rewards, table.space)
         n = len(rewards.questions)
-        sizes = [max(1, round(n * f)) for f in SPLIT]
+        sizes = split_sizes(n, SPLIT)
         methods = {"coalign": (coalign_method(directory, rewards.questions), True), **METHODS}
         result = compare(lookup, sizes=sizes, seeds=list(seeds), budgets=budgets,
                          methods=methods)

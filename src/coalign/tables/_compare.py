@@ -38,6 +38,12 @@ class Split:
     test: tuple[int, ...]
 
 
+def split_sizes(n: int, fractions: Sequence[float]) -> tuple[int, int, int]:
+    """Train / val / test sizes for ``n`` questions split by ``fractions`` (each at least 1)."""
+    train, val = max(1, round(n * fractions[0])), max(1, round(n * fractions[1]))
+    return train, val, max(1, min(n - train - val, round(n * fractions[2])))
+
+
 def draw_split(n: int, sizes: Sequence[int], seed: int) -> Split:
     """A seeded random train / val / test split of ``n`` questions: the very split a run
     config's ``split`` (same sizes and seed) draws from the same question list."""
