@@ -6,14 +6,16 @@ full-system runs), and the config it returns scored on the seed's test questions
 budget, each method's mean test metric with a 95% bootstrap interval over seeds and the paired
 difference of the best two methods; writes the JSON and an anytime-curve SVG per table.
 
-    python benchmarks/replay_compare.py benchmarks/tables/code_gen [more tables] \
-        [--seeds 20] [--budgets 250 500 1000 2000] [--split 0.2 0.3 0.5] \
-        [--json benchmarks/results/replay/compare.json] [--svg-dir benchmarks/results/replay] \
-        [--per-instance retriever.k retriever.query]
+    python benchmarks/replay_compare.py [TABLE ...] [--seeds 20] [--budgets 250 500 1000 2000]
+        [--split 0.2 0.3 0.5] [--workers 2] [--json benchmarks/results/replay/compare.json]
+        [--svg-dir benchmarks/results/replay] [--per-instance [COMPONENT.PARAM ...]]
 
-``--per-instance``: also run coalign with these Choice params chosen per input (run config
-``per_instance``), and report the per-input oracle over them from the best global config on
-test, and how much of its gap over that config each coalign variant closes.
+Without TABLE: every finished table under ``benchmarks/tables``. Per table, a second coalign
+row has the space's Choice params chosen per input (run config ``per_instance``; by default
+every Choice param the table varies, ``--per-instance`` alone for none, or the ones named);
+the script reports the per-input oracle over them from the best global config on test, and
+how much of its gap over that config each coalign row closes. Seeds run in ``--workers``
+processes; a seed's figures do not depend on the worker count.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from coalign.tables import Table
+from coalign.params import Choice
+from coalign.tables import CandidateSpace, Table, find_tables
 from coalign.tables._compare import Lookup, draw_split, per_input_oracle, split_sizes
 from coalign.tables._comparison import METHODS, REFERENCES, START, anytime_svg, compare
 from coalign.tables._loop_arm import coalign_method
@@ -58,9 +62,19 @@ def per_instance_gap(lookup: Lookup, result, sizes, slots: list[str]) -> dict:
             "closed": closed}
 
 
+def choice_slots(space: CandidateSpace) -> list[str]:
+    """The table's varied params that are Choices (a retriever's k, a query source): the ones a
+    run config's ``per_instance`` can choose per input."""
+    system = space.task().system
+    return [slot for slot in space.params
+            if isinstance(system.component(slot.split(".")[0]).params.get(slot.split(".")[1]),
+                          Choice)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("tables", type=Path, nargs="+")
+    ap.add_argument("tables", type=Path, nargs="*",
+                    help="table directories (default: every finished one in benchmarks/tables)")
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--budgets", type=float, nargs="+", default=[250, 500, 1000, 2000])
     ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5],
@@ -68,7 +82,9 @@ def main() -> None:
     ap.add_argument("--level", default="greedy")
     ap.add_argument("--methods", nargs="+", default=["coalign", *METHODS],
                     help=f"of: coalign, {', '.join(METHODS)}")
-    ap.add_argument("--per-instance", nargs="+", default=[], metavar="COMPONENT.PARAM")
+    ap.add_argument("--per-instance", nargs="*", default=None, metavar="COMPONENT.PARAM",
+                    help="default: every Choice param of the table's space; alone: none")
+    ap.add_argument("--workers", type=int, default=2, help="processes running seeds")
     ap.add_argument("--quick", action="store_true", help="3 seeds")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--svg-dir", type=Path)
@@ -76,9 +92,13 @@ def main() -> None:
     seeds = list(range(3 if args.quick else args.seeds))
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    results = {"commit": commit, "tables": {}}
-    for directory in args.tables:
+    results = {"commit": commit, "command": "python " + " ".join(sys.argv), "tables": {}}
+    tables = args.tables or [d for d in find_tables()
+                             if len(Table(d).finished()) == len(Table(d).space.questions)]
+    for directory in tables:
         table = Table(directory)
+        per_instance = (choice_slots(table.space) if args.per_instance is None
+                        else args.per_instance)
         t0 = time.perf_counter()
         rewards = table.rewards(args.level)
         replay_s = time.perf_counter() - t0
@@ -90,15 +110,15 @@ def main() -> None:
             if finished:
                 methods = {"coalign": (coalign_method(directory, rewards.questions), True),
                            **methods}
-                if args.per_instance:
+                if per_instance:
                     methods[PER_INSTANCE] = (coalign_method(directory, rewards.questions,
                                                             settings={"per_instance":
-                                                                      args.per_instance}), True)
+                                                                      per_instance}), True)
             else:
                 print(f"{directory}: coalign left out, the table is not finished "
                       f"({len(rewards.questions)} of {len(table.space.questions)} questions)")
         result = compare(lookup, sizes=sizes, seeds=seeds, budgets=args.budgets,
-                         methods=methods)
+                         methods=methods, workers=args.workers)
         metric = table.space.task().metric_name
         name = table.space.system
         print(f"\n{name}: {len(rewards.questions)} questions, {lookup.n_configs} configs, "
@@ -129,7 +149,7 @@ def main() -> None:
                 print(f"  coalign - start config: {d['mean']:+.3f} "
                       f"[{d['lo']:+.3f}, {d['hi']:+.3f}]")
         if PER_INSTANCE in result.scores:
-            out["per_instance"] = per_instance_gap(lookup, result, sizes, args.per_instance)
+            out["per_instance"] = per_instance_gap(lookup, result, sizes, per_instance)
         results["tables"][name] = out
         if args.svg_dir:
             args.svg_dir.mkdir(parents=True, exist_ok=True)

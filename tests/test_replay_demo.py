@@ -4,7 +4,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from coalign.cli._replay_demo import find_tables, show_replay_comparison
+from coalign.cli._replay_demo import show_replay_comparison
+from coalign.tables import find_tables
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tables" / "multihop_qa_8q"
 

@@ -22,24 +22,13 @@ BUDGETS = (250.0, 500.0, 1000.0)
 SPLIT = (0.2, 0.3, 0.5)  # train / val / test shares of the questions, as replay_compare's
 
 
-def find_tables(start: Path | None = None) -> list[Path]:
-    """Finished tables under ``benchmarks/tables`` of the checkout holding this package (or of
-    ``start``); none for an installed wheel, which ships no tables."""
-    roots = [start] if start else [Path.cwd(), Path(__file__).resolve().parents[3]]
-    for root in roots:
-        folder = root / "benchmarks" / "tables"
-        if folder.is_dir():
-            return sorted(p for p in folder.iterdir() if (p / "space.json").is_file())
-    return []
-
-
 def show_replay_comparison(console: Console, out_dir: Path,
                            tables: Sequence[Path] | None = None,
                            seeds: Sequence[int] = SEEDS,
                            budgets: Sequence[float] = BUDGETS) -> list[Path]:
     """Compare the methods on each finished table; print a table per system, write its
     anytime curve under ``out_dir``, and return the curves written."""
-    from coalign.tables import Table
+    from coalign.tables import Table, find_tables
     from coalign.tables._compare import Lookup, split_sizes
     from coalign.tables._comparison import METHODS, anytime_svg, compare
     from coalign.tables._loop_arm import coalign_method

@@ -8,10 +8,10 @@ from coalign.tables._rewards import Rewards
 from coalign.tables._shards import Done, Entry, ShardSet, TableError
 from coalign.tables._space import CandidateSpace, Samples
 from coalign.tables._subset import subset_table
-from coalign.tables._table import Table, TableStatus
+from coalign.tables._table import Table, TableStatus, find_tables
 
 __all__ = [
     "BuildReport", "CandidateSpace", "Done", "Entry", "RecordingLM", "ReplayLM", "ReplayMiss",
     "Rewards", "Samples", "ShardSet", "Table", "TableError", "TableStatus", "backend_name",
-    "build_table", "expand", "pool_examples", "subset_table", "table_pairs",
+    "build_table", "expand", "find_tables", "pool_examples", "subset_table", "table_pairs",
 ]

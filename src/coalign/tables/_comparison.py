@@ -8,7 +8,10 @@ config on test and the per-question oracle on test.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,32 +73,65 @@ class Comparison:
 
 def compare(lookup: Lookup, *, sizes: Sequence[int], seeds: Sequence[int],
             budgets: Sequence[float], methods: Mapping[str, tuple[Method, bool]] = METHODS,
-            ) -> Comparison:
+            workers: int = 1) -> Comparison:
+    """Every method and reference on every seed. ``workers`` > 1 runs seeds in that many
+    processes (each method must then pickle: module-level functions, ``LoopMethod``); a seed's
+    figures do not depend on where it ran."""
     out = Comparison([float(b) for b in budgets], list(seeds),
                      (int(sizes[0]), int(sizes[1]), int(sizes[2])),
                      exhaustive_cost=float(lookup.n_configs * sizes[1]))
     for name in [*methods, *REFERENCES]:
         out.scores[name] = {b: [] for b in out.budgets}
-    for seed in seeds:
-        split = draw_split(lookup.scores.shape[1], sizes, seed)
-        out.start.append(lookup.score(0, split.test))
-        for name, (method, anytime) in methods.items():
-            if anytime:
-                full = method(lookup, split, max(out.budgets), seed)
-                picks = {b: full.at(b) for b in out.budgets}
-            else:
-                picks = {b: method(lookup, split, b, seed).at(b) for b in out.budgets}
-            for b, picked in picks.items():  # nothing affordable: the start config stays
-                out.scores[name][b].append(lookup.score(picked or 0, split.test))
-        val_means = lookup.scores[:, list(split.val)].mean(axis=1)
-        test_means = lookup.scores[:, list(split.test)].mean(axis=1)
-        ceiling = {START: out.start[-1], EXHAUSTIVE: float(test_means[int(np.argmax(val_means))]),
-                   CEILINGS[0]: float(test_means.max()),
-                   CEILINGS[1]: float(lookup.scores[:, list(split.test)].max(axis=0).mean())}
-        for name, value in ceiling.items():
-            for b in out.budgets:
+    jobs = [(lookup, out.sizes, seed, out.budgets, dict(methods)) for seed in seeds]
+    if workers > 1 and len(seeds) > 1:
+        context = multiprocessing.get_context("spawn")  # no fork after torch has threads
+        with ProcessPoolExecutor(min(workers, len(seeds)), mp_context=context,
+                                 initializer=_one_thread) as pool:
+            per_seed = list(pool.map(_seed_scores, *zip(*jobs, strict=True)))
+    else:
+        per_seed = [_seed_scores(*job) for job in jobs]
+    for start, scores in per_seed:
+        out.start.append(start)
+        for name, by_budget in scores.items():
+            for b, value in by_budget.items():
                 out.scores[name][b].append(value)
     return out
+
+
+def _seed_scores(lookup: Lookup, sizes: Sequence[int], seed: int, budgets: Sequence[float],
+                 methods: Mapping[str, tuple[Method, bool]],
+                 ) -> tuple[float, dict[str, dict[float, float]]]:
+    """One seed: the start config's test score, and each method's and reference's test score
+    per budget."""
+    split = draw_split(lookup.scores.shape[1], sizes, seed)
+    start = lookup.score(0, split.test)
+    scores: dict[str, dict[float, float]] = {}
+    for name, (method, anytime) in methods.items():
+        if anytime:
+            full = method(lookup, split, max(budgets), seed)
+            picks = {b: full.at(b) for b in budgets}
+        else:
+            picks = {b: method(lookup, split, b, seed).at(b) for b in budgets}
+        # nothing affordable: the start config stays
+        scores[name] = {b: lookup.score(picked or 0, split.test) for b, picked in picks.items()}
+    val_means = lookup.scores[:, list(split.val)].mean(axis=1)
+    test_means = lookup.scores[:, list(split.test)].mean(axis=1)
+    ceiling = {START: start, EXHAUSTIVE: float(test_means[int(np.argmax(val_means))]),
+               CEILINGS[0]: float(test_means.max()),
+               CEILINGS[1]: float(lookup.scores[:, list(split.test)].max(axis=0).mean())}
+    for name, value in ceiling.items():
+        scores[name] = {b: value for b in budgets}
+    return start, scores
+
+
+def _one_thread() -> None:
+    """Worker processes share the cores: one BLAS / torch thread each."""
+    os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(1)
 
 
 def anytime_svg(result: Comparison, *, metric: str, title: str) -> str:

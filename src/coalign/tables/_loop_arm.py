@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from coalign.errors import ConfigError
-from coalign.tables._compare import Lookup, Method, Split, Trajectory, config_indices
+from coalign.tables._compare import Lookup, Split, Trajectory, config_indices
 from coalign.tables._space import CandidateSpace
 
 
@@ -25,7 +26,8 @@ class _Spent(Exception):
 
 
 def coalign_method(table: Path, questions: Sequence[str], *,
-                   settings: Mapping[str, Any] | None = None, max_iterations: int = 200) -> Method:
+                   settings: Mapping[str, Any] | None = None,
+                   max_iterations: int = 200) -> LoopMethod:
     """A ``Method`` running the loop on ``table``; ``questions`` are the lookup's question ids
     in its order (they must be the table's whole pool, in pool order: a run config draws its
     split from the pool). ``settings``: run config fields to set (``budget`` is merged into
@@ -34,23 +36,36 @@ def coalign_method(table: Path, questions: Sequence[str], *,
     if list(questions) != list(space.questions):
         raise ConfigError(f"table {table}: the loop needs every pool question finished "
                           f"({len(questions)} of {len(space.questions)} are)")
+    return LoopMethod(Path(table), tuple(questions), dict(settings or {}), max_iterations)
 
-    def run(lookup: Lookup, split: Split, limit: float, seed: int) -> Trajectory:
+
+@dataclass(frozen=True)
+class LoopMethod:
+    """The loop as a comparison method; a plain value, so comparisons can run seeds in worker
+    processes."""
+
+    table: Path
+    questions: tuple[str, ...]
+    settings: dict[str, Any]
+    max_iterations: int
+
+    def __call__(self, lookup: Lookup, split: Split, limit: float, seed: int) -> Trajectory:
         from coalign.job import Job, parse_run_config
 
-        extra = dict(settings or {})
-        raw = {"system": space.system, "data": space.dataset, "lm": f"replay:{table}",
+        space = CandidateSpace.load(self.table)
+        extra = dict(self.settings)
+        raw = {"system": space.system, "data": space.dataset, "lm": f"replay:{self.table}",
                "seed": seed, **extra,
                "split": {"train": len(split.train), "val": len(split.val),
                          "test": len(split.test), "seed": seed},
-               "budget": {"iterations": max_iterations, "rollout_n": 0,
+               "budget": {"iterations": self.max_iterations, "rollout_n": 0,
                           **extra.get("budget", {})}}
         cfg = parse_run_config(raw, "replay comparison")
         trajectory = Trajectory("coalign")
         with tempfile.TemporaryDirectory(prefix="coalign-replay-") as tmp:
             job = Job.open(cfg, Path(tmp) / "run")
             try:
-                _check_split(job, split, questions)
+                _check_split(job, split, self.questions)
                 opt = job.optimizer
                 opt.prepare()
                 trajectory.trials.append((opt.account.equivalent_runs(), 0, float("-inf")))
@@ -72,8 +87,6 @@ def coalign_method(table: Path, questions: Sequence[str], *,
             finally:
                 job.store.close()
         return trajectory
-
-    return run
 
 
 def _system_index(job: Any, lookup: Lookup, split: Split, space: CandidateSpace) -> int:

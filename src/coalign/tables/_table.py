@@ -99,3 +99,15 @@ class Table:
                            sum(e.latency_s for e in self.shards.entries.values()) / 3600,
                            len(self.shards.shard_files),
                            sum(p.stat().st_size for p in self.shards.shard_files))
+
+
+def find_tables(start: Path | None = None) -> list[Path]:
+    """Table directories (with a ``space.json``, finished or not) under ``benchmarks/tables``
+    of the current directory or of the checkout holding this package (or of ``start``); none
+    for an installed wheel, which ships no tables."""
+    roots = [start] if start else [Path.cwd(), Path(__file__).resolve().parents[3]]
+    for root in roots:
+        folder = root / "benchmarks" / "tables"
+        if folder.is_dir():
+            return sorted(p for p in folder.iterdir() if (p / "space.json").is_file())
+    return []
