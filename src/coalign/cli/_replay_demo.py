@@ -54,7 +54,7 @@ def show_replay_comparison(console: Console, out_dir: Path,
         sizes = split_sizes(n, SPLIT)
         methods = {"coalign": (coalign_method(directory, rewards.questions), True), **METHODS}
         result = compare(lookup, sizes=sizes, seeds=list(seeds), budgets=budgets,
-                         methods=methods)
+                         methods=methods, workers=2)
         metric = table.space.task().metric_name
         name = table.space.system
         out_dir.mkdir(parents=True, exist_ok=True)
