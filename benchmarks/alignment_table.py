@@ -4,16 +4,24 @@ Pairs come from the table (``coalign.tables.table_pairs``: every pair of a compo
 outputs on one input, labelled by the full path's reward with the downstream config at its
 start values; exact on a greedy table), split by question into train and held-out. Reports,
 per component, held-out pairwise accuracy pooled over pairs and averaged per input, for the
-LRF trained on the train pairs, embedding similarity to a known-good output, and random; and
-the LRF's data-efficiency curve. No LLM call. (The LLM-judge row needs the judge's answers
-cached in the table first: not yet.)
+LRF trained on the train pairs (MiniLM embedding + the cheap features, and the features alone),
+embedding similarity to a known-good output, a shorter-output heuristic and random; the LRF's
+data-efficiency curve; and, for HotpotQA, gold-informed measures (does the output contain the
+gold answer, how many gold passages it holds): per component, the share of decisive pairs
+such a measure separates and how often it picks the better path there. They bound what any
+reading of (input, output) can reach: a pair no quality measure separates is decided by how
+the downstream model happens to react. No LLM call. (The LLM-judge row needs the judge's
+answers cached in the table first: not yet.)
 """
 
 from __future__ import annotations
 
 import json
+import re
+import string
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +35,9 @@ from coalign.rewards import (
     data_efficiency,
     make_backbone,
     pairwise_accuracy,
+    shorter_output_reward,
 )
+from coalign.rewards._text import values_text
 from coalign.tables import Table, table_pairs
 
 
@@ -50,6 +60,48 @@ def known_good(system: str, examples: list[Example]) -> dict[str, dict[str, dict
         for comp, ref in refs.items():
             out.setdefault(comp, {})[e.id] = ref
     return out
+
+
+def _norm(text: str) -> str:
+    text = "".join(ch for ch in text.lower() if ch not in string.punctuation)
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
+
+
+def gold_measures(system: str, examples: list[Example]) -> dict[str, Callable[..., float]]:
+    """Quality measures that read the gold answer (``fn(outputs, example_id)``)."""
+    if system != "multihop_qa":
+        return {}
+    by_id = {e.id: e for e in examples}
+
+    def answer_in_output(outputs: dict, eid: str) -> float:
+        target = by_id[eid].target
+        golds = [g for g in (target if isinstance(target, list) else [target]) if _norm(g)]
+        text = f" {_norm(values_text(outputs))} "
+        return float(any(f" {_norm(g)} " in text for g in golds))
+
+    def gold_passages(outputs: dict, eid: str) -> float:
+        titles = set(by_id[eid].meta.get("supporting_titles", []))
+        return float(sum(isinstance(p, dict) and p.get("title") in titles
+                         for p in outputs.get("passages") or []))
+
+    return {"answer in output": answer_in_output, "gold passages": gold_passages}
+
+
+def measure_row(pairs: list[PreferencePair], fn: Callable[..., float]) -> dict[str, float]:
+    """Per-input accuracy of ranking by ``fn`` (a tie counts half), the share of pairs it
+    separates, and its accuracy on those."""
+    by_input: dict[str, list[float]] = {}
+    separated = []
+    for p in pairs:
+        gap = (fn(p.output_a, p.example_id) - fn(p.output_b, p.example_id)) * (
+            1 if p.label == "a" else -1)
+        hit = 1.0 if gap > 0 else 0.5 if gap == 0 else 0.0
+        by_input.setdefault(p.example_id + str(p.meta.get("upstream")), []).append(hit)
+        if gap != 0:
+            separated.append(hit)
+    return {"per_input": sum(sum(v) / len(v) for v in by_input.values()) / len(by_input),
+            "separated": len(separated) / len(pairs),
+            "acc_separated": sum(separated) / len(separated) if separated else None}
 
 
 def per_input(result: Any, component: str) -> float:
@@ -82,6 +134,12 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
     report = lrf.fit(train)
     acc = {"lrf": pairwise_accuracy(lrf, test), "random": pairwise_accuracy(RandomReward(seed),
                                                                            test)}
+    if use_embedding:  # the same head on the cheap features alone, side by side
+        plain = LocalRewardModel(bb, descriptions, TrainConfig(use_embedding=False))
+        plain.fit(train)
+        acc["features_lrf"] = pairwise_accuracy(plain, test)
+    acc["shorter"] = pairwise_accuracy(shorter_output_reward(), test)
+    measures = gold_measures(system, test_q)
     refs = known_good(system, test_q)
     rows: dict[str, dict] = {}
     for comp in comps:
@@ -97,10 +155,12 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
             if comp in refs:
                 emb = pairwise_accuracy(EmbeddingSimilarityRanker(bb, refs[comp]), decisive)
                 row["embed_acc"], row["embed_per_input"] = emb.accuracy(comp), per_input(emb, comp)
+            for name, fn in measures.items():
+                row.setdefault("gold", {})[name] = measure_row(decisive, fn)
         rows[comp] = row
     scored = [r for r in rows.values() if "lrf_acc" in r]
-    mean = {k: sum(r[k] for r in scored) / len(scored)
-            for k in ("lrf_per_input", "random_per_input", "lrf_acc", "random_acc")}
+    mean = {f"{name}_{kind}": sum(r[f"{name}_{kind}"] for r in scored) / len(scored)
+            for name in acc for kind in ("per_input", "acc")}
     efficiency = data_efficiency(lambda: LocalRewardModel(bb, descriptions, config), train, test,
                                  seed=seed)
     result = {"table": str(table_dir), "system": system, "questions": len(questions),
@@ -114,7 +174,7 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
                                        text=True).stdout.strip()}
     print(f"{system}: {len(questions)} questions ({n_train} train), pairs in {pairs_s:.0f} s")
     print(f"{'component':<18} {'pairs':>6} {'ties':>6} {'train':>6} {'LRF':>6} {'/input':>6} "
-          f"{'embed':>6} {'random':>6}")
+          f"{'embed':>6} {'random':>6}   per input: " + ", ".join(acc))
     for comp, r in rows.items():
         if "lrf_acc" not in r:
             print(f"{comp:<18} {0:>6} {r['held_out_ties']:>6} {r['train_pairs']:>6}  (no "
@@ -123,8 +183,12 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
         emb = f"{r['embed_acc']:>6.3f}" if "embed_acc" in r else f"{'-':>6}"
         print(f"{comp:<18} {r['held_out_pairs']:>6} {r['held_out_ties']:>6} "
               f"{r['train_pairs']:>6} {r['lrf_acc']:>6.3f} {r['lrf_per_input']:>6.3f} {emb} "
-              f"{r['random_acc']:>6.3f}")
-    print(f"mean per-input: LRF {mean['lrf_per_input']:.3f}, random {mean['random_per_input']:.3f}")
+              f"{r['random_acc']:>6.3f}   " + ", ".join(f"{r[f'{n}_per_input']:.3f}" for n in acc))
+        for name, g in r.get("gold", {}).items():
+            where = "" if g["acc_separated"] is None else f", right on {g['acc_separated']:.3f}"
+            print(f"{'':<18} gold measure {name!r}: per input {g['per_input']:.3f}; separates "
+                  f"{g['separated']:.1%} of the pairs{where}")
+    print("mean per-input: " + ", ".join(f"{n} {mean[f'{n}_per_input']:.3f}" for n in acc))
     print("data efficiency: " + ", ".join(f"{k:g}: {v:.3f}" for k, v in efficiency.items()))
     if json_path:
         json_path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,8 @@ Variants (rule numbers of docs/optimize.md's rules table):
   held-out pairs.
 - ``no-reject-memory`` (rules 4-5 off): values the gate rejected under this config may be
   proposed (and validated) again.
+- ``features-lrf`` (not a rule: a setting): the local rewards read only the cheap features
+  (run config ``reward_embedding: false``), not the MiniLM embedding.
 """
 
 from __future__ import annotations
@@ -85,7 +87,10 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "best-always": _picks(_best_always),
     "no-align-skip": [(_step, "aligned", lambda env, component: True)],
     "no-reject-memory": [(_step, "closed", lambda *args, **kwargs: False)],
+    "features-lrf": [],
 }
+# variants that are a run-config setting rather than a patch
+SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": False}}
 
 
 def _with_patches(method: Method, patches: Sequence[tuple[Any, str, Any]],
@@ -113,9 +118,10 @@ def main() -> None:
     rewards = table.rewards("greedy")
     lookup = Lookup.of_table(rewards, table.space)
     sizes = split_sizes(len(rewards.questions), args.split)
-    base = coalign_method(args.table, rewards.questions)
     logs: dict[str, list[Trajectory]] = {v: [] for v in args.variants}
-    methods = {v: (_with_patches(base, VARIANTS[v], logs[v]), True) for v in args.variants}
+    methods = {v: (_with_patches(coalign_method(args.table, rewards.questions,
+                                                settings=SETTINGS.get(v)),
+                                 VARIANTS[v], logs[v]), True) for v in args.variants}
     t0 = time.perf_counter()
     result = compare(lookup, sizes=sizes, seeds=list(range(args.seeds)), budgets=args.budgets,
                      methods=methods)

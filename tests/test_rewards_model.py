@@ -212,3 +212,13 @@ def test_features_only_heads_ignore_the_embedding_and_round_trip(tmp_path) -> No
     assert np.allclose(again.score_batch("answer", items), model.score_batch("answer", items))
     with pytest.raises(ConfigError, match="reads nothing"):
         TrainConfig(use_embedding=False, use_features=False)
+
+
+def test_a_features_only_model_never_runs_the_encoder() -> None:
+    model = _model(use_embedding=False)
+    model.fit(qa_pairs(40, seed=1))
+    model.score_batch("answer", [(p.inputs, p.output_a) for p in qa_pairs(5, seed=2)])
+    assert model.backbone.encoded == 0
+    with_embedding = _model()
+    with_embedding.fit(qa_pairs(40, seed=1))
+    assert with_embedding.backbone.encoded > 0

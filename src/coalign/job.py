@@ -54,7 +54,7 @@ from coalign.optimize._costs import choice_costs
 from coalign.optimize._kinds import KINDS, optimizer_problem
 from coalign.optimize._local import LEGACY, legacy_conflict
 from coalign.optimize._selectors import Policies, policies_of, policy_suffix
-from coalign.rewards import LocalRewardModel, make_backbone
+from coalign.rewards import LocalRewardModel, TrainConfig, make_backbone
 from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load_data
 from coalign.store import RunStore
 from coalign.systems import models_of
@@ -121,6 +121,9 @@ class RunConfig(_Strict):
     # param kind -> local optimizer, e.g. {text: pareto, weights: ppo} (optimize._kinds)
     optimizers: dict[str, str] = {}
     backbone: str = "minilm"
+    # False: the local rewards read only the cheap features, not the backbone's embedding
+    # (docs/rewards.md: on the replay tables' pairs the embedding adds nothing held out)
+    reward_embedding: bool = True
     start: dict[str, dict[str, Any]] = {}  # component -> param -> starting value (JSON form)
     # "component.param" of a per-instance Choice -> option -> relative cost per call
     per_instance: list[str] = []  # component.param Choice params chosen per input
@@ -359,7 +362,8 @@ def _optimizer(cfg: RunConfig, task: Task, train: list[Example], val: list[Examp
                                seed=cfg.seed, lm=cfg.lm, endpoint=cfg.endpoint,
                                executor=executor)
     reward = LocalRewardModel(make_backbone(cfg.backbone),
-                              {c.name: c.description for c in task.system.components})
+                              {c.name: c.description for c in task.system.components},
+                              TrainConfig(use_embedding=cfg.reward_embedding))
     settings = LoopSettings(**cfg.budget.model_dump(),  # every budget field, by name
                             gate=Gate(cfg.gate, confidence=cfg.gate_confidence,
                                       seed=cfg.seed, early_reject=cfg.early_reject),

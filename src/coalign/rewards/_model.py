@@ -97,8 +97,11 @@ class LocalRewardModel(BaseRewardModel):
 
     def encode(self, component: str, items: Sequence[Item]) -> tuple[torch.Tensor, torch.Tensor]:
         """(embeddings, raw features) of ``items`` as float32 tensors."""
-        texts = [self.render_item(component, x, y) for x, y in items]
-        emb = torch.from_numpy(np.ascontiguousarray(self.backbone.embed(texts)))
+        if self.config.use_embedding:
+            texts = [self.render_item(component, x, y) for x, y in items]
+            emb = torch.from_numpy(np.ascontiguousarray(self.backbone.embed(texts)))
+        else:  # the heads read none of it: no encoder pass
+            emb = torch.zeros((len(items), 0))
         if self._n_features:
             feats = torch.from_numpy(np.stack([features(x, y) for x, y in items]))
         else:
