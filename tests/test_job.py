@@ -147,6 +147,17 @@ def test_gate_confidence_reaches_the_loop_and_keeps_old_digests(tmp_path):
     assert (gate.kind, gate.confidence) == ("bootstrap", 0.95)
 
 
+def test_reward_embedding_reaches_the_local_rewards_and_keeps_old_digests(tmp_path):
+    from coalign.job import Job
+
+    raw = {"system": "multihop_qa", "data": "world", "split": {"train": 1, "val": 1, "test": 1}}
+    assert parse_run_config(raw).digest == parse_run_config(
+        {**raw, "reward_embedding": True}).digest
+    assert Job.open(parse_run_config(raw), tmp_path / "a").optimizer.reward.config.use_embedding
+    plain = Job.open(parse_run_config({**raw, "reward_embedding": False}), tmp_path / "b")
+    assert not plain.optimizer.reward.config.use_embedding
+
+
 @pytest.mark.parametrize("bad, match", [
     ({"components": ["nosuch"]}, "unknown component 'nosuch'"),
     ({"proposer": "no-such-model"}, "not a bundled model"),
