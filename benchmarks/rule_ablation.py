@@ -23,6 +23,9 @@ Variants (rule numbers of docs/optimize.md's rules table):
   proposed (and validated) again.
 - ``features-lrf`` (not a rule: a setting): the local rewards read only the cheap features
   (run config ``reward_embedding: false``), not the MiniLM embedding.
+- ``bootstrap-gate`` (a setting): the gate accepts a change only when a paired bootstrap over
+  the validation questions puts it above the current config with confidence 0.9 (run config
+  ``gate: bootstrap``) instead of on any strict improvement of the validation mean.
 """
 
 from __future__ import annotations
@@ -88,9 +91,11 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "no-align-skip": [(_step, "aligned", lambda env, component: True)],
     "no-reject-memory": [(_step, "closed", lambda *args, **kwargs: False)],
     "features-lrf": [],
+    "bootstrap-gate": [],
 }
 # variants that are a run-config setting rather than a patch
-SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": False}}
+SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": False},
+                                       "bootstrap-gate": {"gate": "bootstrap"}}
 
 
 def _with_patches(method: Method, patches: Sequence[tuple[Any, str, Any]],
