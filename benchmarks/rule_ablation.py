@@ -21,8 +21,9 @@ Variants (rule numbers of docs/optimize.md's rules table):
   held-out pairs.
 - ``no-reject-memory`` (rules 4-5 off): values the gate rejected under this config may be
   proposed (and validated) again.
-- ``features-lrf`` (not a rule: a setting): the local rewards read only the cheap features
-  (run config ``reward_embedding: false``), not the MiniLM embedding.
+- ``features-lrf`` / ``embedding-lrf`` (settings, not rules): the local rewards read only the
+  cheap features (``reward_embedding: false``, the default since the replay tables' alignment
+  figures) or the MiniLM embedding too (``reward_embedding: true``, the default before).
 - ``bootstrap-gate`` (a setting): the gate accepts a change only when a paired bootstrap over
   the validation questions puts it above the current config with confidence 0.9 (run config
   ``gate: bootstrap``) instead of on any strict improvement of the validation mean.
@@ -91,10 +92,12 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "no-align-skip": [(_step, "aligned", lambda env, component: True)],
     "no-reject-memory": [(_step, "closed", lambda *args, **kwargs: False)],
     "features-lrf": [],
+    "embedding-lrf": [],
     "bootstrap-gate": [],
 }
 # variants that are a run-config setting rather than a patch
 SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": False},
+                                       "embedding-lrf": {"reward_embedding": True},
                                        "bootstrap-gate": {"gate": "bootstrap"}}
 
 

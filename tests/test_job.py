@@ -152,10 +152,11 @@ def test_reward_embedding_reaches_the_local_rewards_and_keeps_old_digests(tmp_pa
 
     raw = {"system": "multihop_qa", "data": "world", "split": {"train": 1, "val": 1, "test": 1}}
     assert parse_run_config(raw).digest == parse_run_config(
-        {**raw, "reward_embedding": True}).digest
-    assert Job.open(parse_run_config(raw), tmp_path / "a").optimizer.reward.config.use_embedding
-    plain = Job.open(parse_run_config({**raw, "reward_embedding": False}), tmp_path / "b")
-    assert not plain.optimizer.reward.config.use_embedding
+        {**raw, "reward_embedding": False}).digest
+    plain = Job.open(parse_run_config(raw), tmp_path / "a")
+    assert not plain.optimizer.reward.config.use_embedding  # the default: features only
+    embedded = Job.open(parse_run_config({**raw, "reward_embedding": True}), tmp_path / "b")
+    assert embedded.optimizer.reward.config.use_embedding
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -121,9 +121,10 @@ class RunConfig(_Strict):
     # param kind -> local optimizer, e.g. {text: pareto, weights: ppo} (optimize._kinds)
     optimizers: dict[str, str] = {}
     backbone: str = "minilm"
-    # False: the local rewards read only the cheap features, not the backbone's embedding
-    # (docs/rewards.md: on the replay tables' pairs the embedding adds nothing held out)
-    reward_embedding: bool = True
+    # True: the local rewards also read the backbone's embedding of (input, output); by
+    # default they read only the cheap features, which rank held-out pairs better on both
+    # replay tables with the same loop results (docs/rewards.md)
+    reward_embedding: bool = False
     start: dict[str, dict[str, Any]] = {}  # component -> param -> starting value (JSON form)
     # "component.param" of a per-instance Choice -> option -> relative cost per call
     per_instance: list[str] = []  # component.param Choice params chosen per input
