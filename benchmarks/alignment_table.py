@@ -17,15 +17,13 @@ answers cached in the table first: not yet.)
 from __future__ import annotations
 
 import json
-import re
-import string
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from coalign.data import Example, split
+from coalign.data import Example, normalize_answer, split
 from coalign.pairs import PreferencePair
 from coalign.rewards import (
     EmbeddingSimilarityRanker,
@@ -62,11 +60,6 @@ def known_good(system: str, examples: list[Example]) -> dict[str, dict[str, dict
     return out
 
 
-def _norm(text: str) -> str:
-    text = "".join(ch for ch in text.lower() if ch not in string.punctuation)
-    return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
-
-
 def gold_measures(system: str, examples: list[Example]) -> dict[str, Callable[..., float]]:
     """Quality measures that read the gold answer (``fn(outputs, example_id)``)."""
     if system != "multihop_qa":
@@ -75,9 +68,9 @@ def gold_measures(system: str, examples: list[Example]) -> dict[str, Callable[..
 
     def answer_in_output(outputs: dict, eid: str) -> float:
         target = by_id[eid].target
-        golds = [g for g in (target if isinstance(target, list) else [target]) if _norm(g)]
-        text = f" {_norm(values_text(outputs))} "
-        return float(any(f" {_norm(g)} " in text for g in golds))
+        golds = [normalize_answer(g) for g in (target if isinstance(target, list) else [target])]
+        text = f" {normalize_answer(values_text(outputs))} "
+        return float(any(f" {g} " in text for g in golds if g))
 
     def gold_passages(outputs: dict, eid: str) -> float:
         titles = set(by_id[eid].meta.get("supporting_titles", []))

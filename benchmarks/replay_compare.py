@@ -66,9 +66,12 @@ def choice_slots(space: CandidateSpace) -> list[str]:
     """The table's varied params that are Choices (a retriever's k, a query source): the ones a
     run config's ``per_instance`` can choose per input."""
     system = space.task().system
-    return [slot for slot in space.params
-            if isinstance(system.component(slot.split(".")[0]).params.get(slot.split(".")[1]),
-                          Choice)]
+    out = []
+    for slot in space.params:
+        component, _, param = slot.partition(".")
+        if isinstance(system.component(component).params.get(param), Choice):
+            out.append(slot)
+    return out
 
 
 def main() -> None:
@@ -93,10 +96,10 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     results = {"commit": commit, "command": "python " + " ".join(sys.argv), "tables": {}}
-    tables = args.tables or [d for d in find_tables()
-                             if len(Table(d).finished()) == len(Table(d).space.questions)]
-    for directory in tables:
+    for directory in args.tables or find_tables():
         table = Table(directory)
+        if not args.tables and not table.complete(args.level):
+            continue  # by default only finished tables
         per_instance = (choice_slots(table.space) if args.per_instance is None
                         else args.per_instance)
         t0 = time.perf_counter()

@@ -36,7 +36,8 @@ def coalign_method(table: Path, questions: Sequence[str], *,
     if list(questions) != list(space.questions):
         raise ConfigError(f"table {table}: the loop needs every pool question finished "
                           f"({len(questions)} of {len(space.questions)} are)")
-    return LoopMethod(Path(table), tuple(questions), dict(settings or {}), max_iterations)
+    return LoopMethod(Path(table), space, tuple(questions), dict(settings or {}),
+                      max_iterations)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class LoopMethod:
     processes."""
 
     table: Path
+    space: CandidateSpace
     questions: tuple[str, ...]
     settings: dict[str, Any]
     max_iterations: int
@@ -52,7 +54,7 @@ class LoopMethod:
     def __call__(self, lookup: Lookup, split: Split, limit: float, seed: int) -> Trajectory:
         from coalign.job import Job, parse_run_config
 
-        space = CandidateSpace.load(self.table)
+        space = self.space
         extra = dict(self.settings)
         raw = {"system": space.system, "data": space.dataset, "lm": f"replay:{self.table}",
                "seed": seed, **extra,

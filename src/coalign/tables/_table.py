@@ -74,6 +74,10 @@ class Table:
         """The pool's questions complete at ``level``, in pool order."""
         return [e for e in pool_examples(self.space) if self.shards.is_done(e.id, level)]
 
+    def complete(self, level: str = "greedy") -> bool:
+        """Whether every pool question is finished at ``level``."""
+        return all(self.shards.is_done(q, level) for q in self.space.questions)
+
     def rewards(self, level: str = "greedy") -> Rewards:
         """The global reward of every config of the space on every question finished at
         ``level``, on replay."""
