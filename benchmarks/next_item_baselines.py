@@ -7,9 +7,14 @@ Rows (test split unless ``--split``; accuracy with a 95% bootstrap interval over
 - single LLM: one call shown the session and the numbered candidates, its named number taken;
 - the unoptimized ``next_item`` system (analyzer -> profiler -> untrained decider), with how
   often its profiler named the first candidate.
-LLM calls go through a response cache in ``--run-dir``, so a rerun resumes.
+LLM calls go through a response cache in ``--run-dir``, so a rerun resumes. With ``--table DIR``
+every LLM output comes from that replay table instead (no LLM call): the sessions are the
+table's finished questions and the single-LLM row, whose prompt the table does not hold, is left
+out.
 
     PYTHONPATH=src python benchmarks/next_item_baselines.py [--limit N] [--json P]
+    python benchmarks/next_item_baselines.py --table benchmarks/tables/next_item \
+        --json benchmarks/results/replay/next_item-baselines.json
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from coalign.component import ItemDecider, LLMComponent  # noqa: E402
 from coalign.component._decider import FEATURES, named_pick  # noqa: E402
 from coalign.data import get_metric, load_amazon_sessions  # noqa: E402
-from coalign.runner import CACHE_NAME, build_runtime, evaluate  # noqa: E402
+from coalign.runner import CACHE_NAME, REPLAY, build_runtime, evaluate  # noqa: E402
 from coalign.system import System  # noqa: E402
 from coalign.systems import next_item  # noqa: E402
+from coalign.tables import Table  # noqa: E402
 from coalign.task import Task  # noqa: E402
 
 PICK = ("The shopper clicked the session's products in order. Which numbered candidate will "
@@ -68,9 +74,12 @@ def main() -> None:
     ap.add_argument("--model", default="qwen2.5-0.5b")
     ap.add_argument("--run-dir", type=Path, default=Path("runs/next_item_baselines"))
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--table", type=Path, help="replay table to answer every LLM call")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    examples = load_amazon_sessions(split=args.split, limit=args.limit)
+    table = Table(args.table) if args.table else None
+    examples = (table.finished() if table else
+                load_amazon_sessions(split=args.split, limit=args.limit))[:args.limit]
     metric = get_metric("accuracy")
     rows = [row("always first", [metric("0", e) for e in examples]),
             row("random (expected)", [1 / len(e.inputs["choices"]) for e in examples])]
@@ -83,12 +92,16 @@ def main() -> None:
         picks.append(str(int(torch.argmax(feats[:, col]))))
     rows.append(row("embedding similarity (no LLM)",
                     [metric(p, e) for p, e in zip(picks, examples, strict=True)]))
-    args.run_dir.mkdir(parents=True, exist_ok=True)
-    runtime, meter = build_runtime([args.model], args.run_dir / CACHE_NAME,
-                                   max_workers=args.workers)
-    for name, task, probe in (("single LLM", single_llm(args.model), "picker"),
-                              ("next_item unoptimized", next_item(args.model),
-                               "candidate_profiler")):
+    if table:
+        runtime, meter = build_runtime([table.space.model], None, lm=f"{REPLAY}{args.table}")
+        systems = [("next_item unoptimized", table.space.task(), "candidate_profiler")]
+    else:
+        args.run_dir.mkdir(parents=True, exist_ok=True)
+        runtime, meter = build_runtime([args.model], args.run_dir / CACHE_NAME,
+                                       max_workers=args.workers)
+        systems = [("single LLM", single_llm(args.model), "picker"),
+                   ("next_item unoptimized", next_item(args.model), "candidate_profiler")]
+    for name, task, probe in systems:
         t0 = time.perf_counter()
         res = evaluate(task, examples, task.system.default_config(), runtime)
         named = [named_pick(t.step(probe).outputs["assessment"], len(e.inputs["choices"]))
@@ -104,7 +117,9 @@ def main() -> None:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
                                 text=True).stdout.strip()
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"split": args.split, "model": args.model,
+        source = ({"table": str(args.table), "space": table.space.digest} if table else
+                  {"split": args.split, "model": args.model})
+        args.json.write_text(json.dumps({**source, "sessions": len(examples),
                                          "commit": commit, "llm_calls": meter.total().calls,
                                          "rows": rows}, indent=2))
 

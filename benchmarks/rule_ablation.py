@@ -27,6 +27,9 @@ Variants (rule numbers of docs/optimize.md's rules table):
 - ``bootstrap-gate`` (a setting): the gate accepts a change only when a paired bootstrap over
   the validation questions puts it above the current config with confidence 0.9 (run config
   ``gate: bootstrap``) instead of on any strict improvement of the validation mean.
+- ``early-reject`` (rule 16 on; off by default): validation stops at a checkpoint (every 25
+  inputs) once the candidate is worse so far with confidence 0.9 (``early_reject: 0.9``). Needs
+  a validation split of more than 25 questions to ever fire.
 """
 
 from __future__ import annotations
@@ -94,11 +97,13 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "features-lrf": [],
     "embedding-lrf": [],
     "bootstrap-gate": [],
+    "early-reject": [],
 }
 # variants that are a run-config setting rather than a patch
 SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": False},
                                        "embedding-lrf": {"reward_embedding": True},
-                                       "bootstrap-gate": {"gate": "bootstrap"}}
+                                       "bootstrap-gate": {"gate": "bootstrap"},
+                                       "early-reject": {"early_reject": 0.9}}
 
 
 def _with_patches(method: Method, patches: Sequence[tuple[Any, str, Any]],
@@ -152,13 +157,14 @@ def main() -> None:
                 cell += f" {d['mean']:+.3f} [{d['lo']:+.3f},{d['hi']:+.3f}]"
             cells.append(f"{cell:>24}")
         print(f"{v:<18} " + " ".join(cells))
-    print(f"\n{'variant':<18} {'runs spent':>10} {'steps':>6} {'validated':>9} {'accepted':>8}")
+    print(f"\n{'variant':<18} {'runs spent':>10} {'steps':>6} {'validated':>9} {'accepted':>8} "
+          f"{'stopped early':>13}")
     for v in args.variants:
         runs = {k: float(np.mean([t.stats.get(k, 0.0) for t in logs[v]]))
-                for k in ("spent", "steps", "validated", "accepted")}
+                for k in ("spent", "steps", "validated", "accepted", "stopped_early")}
         out["runs"][v] = runs
         print(f"{v:<18} {runs['spent']:>10.0f} {runs['steps']:>6.1f} {runs['validated']:>9.1f} "
-              f"{runs['accepted']:>8.2f}")
+              f"{runs['accepted']:>8.2f} {runs['stopped_early']:>13.1f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=2))

@@ -173,3 +173,24 @@ def test_a_run_config_chooses_optimizers_per_kind(tmp_path):
     assert type(opt.optimizers["text"]).__name__ == "ParetoTextOptimizer"
     assert opt.optimizers["weights"].ppo
     opt.store.close()
+
+
+@pytest.mark.parametrize(("policy_samples", "network", "n"),
+                         [(None, True, 0), (2, True, 2), (2, False, 0)])
+def test_policy_samples_reach_only_kinds_trained_as_a_policy(tmp_path, policy_samples, network,
+                                                             n):
+    from coalign.optimize._kinds import sampled
+
+    kind = ParamKind("dial", {"nudge": lambda s: NudgeOptimizer()}, default="nudge",
+                     rollouts=sampled, network=network)
+    opt = dial_loop(tmp_path, kinds={**KINDS, "dial": kind})
+    opt.s.policy_samples = policy_samples  # rollout_n stays 0: LLM samples off (replay)
+    assert [sp.n for sp in opt._specs("knob")] == ([n] if n else [])
+
+
+def test_policy_samples_is_a_budget_field_refusing_one_sample():
+    base = {"system": "multihop_qa"}
+    cfg = parse_run_config({**base, "budget": {"rollout_n": 0, "policy_samples": 4}}, "t")
+    assert (cfg.budget.rollout_n, cfg.budget.policy_samples) == (0, 4)
+    with pytest.raises(ConfigError, match="policy_samples"):
+        parse_run_config({**base, "budget": {"policy_samples": 1}}, "t")

@@ -243,13 +243,17 @@ def test_every_method_runs_two_seeds_on_the_committed_table_fixture():
 def test_the_loop_arm_counts_steps_by_outcome_and_the_runs_spent():
     from types import SimpleNamespace
 
+    from coalign.optimize._outcome import StepState
     from coalign.tables._loop_arm import _count
 
     stats: dict[str, float] = {}
-    _count(stats, SimpleNamespace(accepted=False, val_after=None), 40.0)  # no change proposed
-    _count(stats, SimpleNamespace(accepted=False, val_after=0.4), 70.0)  # rejected by the gate
-    _count(stats, SimpleNamespace(accepted=True, val_after=0.5), 100.0)
-    assert stats == {"steps": 3, "accepted": 1, "validated": 2, "skipped": 1, "spent": 100.0}
+    for state, after, spent in ((StepState.NO_CHANGE, None, 40.0), (StepState.REJECTED, 0.4, 70.0),
+                                (StepState.STOPPED_EARLY, 0.3, 80.0),
+                                (StepState.ACCEPTED, 0.5, 100.0)):
+        _count(stats, SimpleNamespace(accepted=state is StepState.ACCEPTED, val_after=after,
+                                      state=state), spent)
+    assert stats == {"steps": 4, "accepted": 1, "validated": 3, "skipped": 1,
+                     "stopped_early": 1, "spent": 100.0}
 
 
 def test_a_system_outside_the_space_is_scored_on_the_questions_it_ran_on():
@@ -284,6 +288,38 @@ def test_the_loop_arm_scores_a_per_instance_system_by_running_it_on_test():
     number = _system_index(job, lookup, split, space)
     assert ran == [{("b", "y"): "digest"}] and number == lookup.n_configs
     assert lookup.extra[0] == dict(zip(split.test, [0.75, 0.25], strict=True))
+
+
+def test_the_loop_arm_runs_a_config_whose_untabled_weights_moved():
+    from types import SimpleNamespace
+
+    from coalign.tables._loop_arm import _system_index
+
+    lookup = grid_lookup(n_questions=6)
+    split = draw_split(6, (2, 2, 2), seed=0)
+    space = SimpleNamespace(questions=[f"q{i}" for i in range(6)],
+                            params={"a.x": [0, 1, 2, 3], "b.y": [0, 1, 2], "c.z": [0, 1]})
+    test = [SimpleNamespace(id=f"q{i}") for i in split.test]
+
+    def config(w):
+        data = {"a": {"x": 1}, "b": {"y": 0}, "c": {"z": 1}, "d": {"weights": w}}
+        return SimpleNamespace(to_json=lambda: data)
+
+    ran = []
+
+    def on_test(cfg, policies):
+        ran.append(cfg)
+        return SimpleNamespace(scores=[1.0, 0.0])
+
+    def job(w):
+        return SimpleNamespace(test=test, on_test=on_test, optimizer=SimpleNamespace(
+            config=config(w), policies={}), task=SimpleNamespace(system=SimpleNamespace(
+                default_config=lambda: config([0.0, 0.5]))))
+
+    assert _system_index(job([0.0, 0.5]), lookup, split, space) == lookup.config([1, 0, 1])
+    assert ran == []  # weights at their start: the lookup's own row
+    assert _system_index(job([0.3, 0.5]), lookup, split, space) == lookup.n_configs
+    assert len(ran) == 1 and lookup.extra[0] == dict(zip(split.test, [1.0, 0.0], strict=True))
 
 
 def test_the_per_input_oracle_varies_only_the_named_slots():

@@ -29,10 +29,14 @@ class BudgetSpec(BaseModel):
     # downstream completions per rollout candidate (m): its label is the mean reward of m runs
     # of everything downstream at temperature; 1: one greedy completion
     completions: int = Field(1, ge=1)
+    # samples per rollout input of a param trained as a policy (weights: a policy samples
+    # orders); None: rollout_n. Such samples need no LLM when the component's output feeds
+    # none (a last-step decider), so replay allows them where it refuses LLM samples.
+    policy_samples: int | None = Field(None, ge=0)
 
-    @field_validator("rollout_n")
+    @field_validator("rollout_n", "policy_samples")
     @classmethod
-    def _samples(cls, n: int) -> int:
+    def _samples(cls, n: int | None) -> int | None:
         if n == 1:
             raise ValueError("a rollout compares samples: use 0 (candidates only) or >= 2")
         return n

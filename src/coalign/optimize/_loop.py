@@ -30,13 +30,13 @@ from coalign.optimize._kinds import RolloutAsk, kind_of
 from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
 from coalign.optimize._local import local_optimizers
 from coalign.optimize._outcome import (
-    REASONS,
     REJECTED,
     REJECTED_EARLY,
     Outcome,
     StepState,
     Tried,
     rejections,
+    step_state,
     unchanged_inputs,
     window_indices,
 )
@@ -69,6 +69,7 @@ class StepRecord:
     reason: str
     seconds: float
     reset: tuple[str, ...] = ()  # sibling params put back at their starting values with it
+    state: StepState | None = None  # the step's outcome (None: a ledger row too old to say)
 
 
 class Optimizer:
@@ -126,7 +127,7 @@ class Optimizer:
         """Steps already in the ledger (from an earlier, interrupted run)."""
         return [StepRecord(t, r["component"], r["param"], st == "accepted", r["val_before"],
                            r["val_after"], r["value"], r["reason"], r["seconds"],
-                           tuple(r.get("reset", ())))
+                           tuple(r.get("reset", ())), step_state(t, st, r))
                 for t, st, r in self.store.steps()]
 
     def run(self, on_step: Callable[[StepRecord], None] | None = None) -> list[StepRecord]:
@@ -136,7 +137,7 @@ class Optimizer:
             self.history.append(record)
             if on_step is not None:
                 on_step(record)
-            if record.reason == REASONS[StepState.SETTLED]:
+            if record.state is StepState.SETTLED:
                 break  # a fixed point: nothing left to draw until the config changes
         return self.history
 
@@ -183,9 +184,12 @@ class Optimizer:
                        rng: random.Random = rng) -> tuple[Any, ...]:
                 return optimizer.alternatives(current, rng, k) if optimizer else ()
 
-            specs += self.s.kinds[param.kind].rollouts(RolloutAsk(
-                name, param, current, self.s.rollout_n, self.s.temperature,
-                self.s.text_alternatives, nearby))
+            kind = self.s.kinds[param.kind]
+            n = self.s.rollout_n
+            if kind.network and self.s.policy_samples is not None:
+                n = self.s.policy_samples
+            specs += kind.rollouts(RolloutAsk(name, param, current, n, self.s.temperature,
+                                              self.s.text_alternatives, nearby))
         return [dataclasses.replace(sp, m=self.s.completions) for sp in specs]
 
     def _collect(self, examples: Sequence[Example], tag: str,
@@ -292,7 +296,8 @@ class Optimizer:
             self.unchanged[key] = self.unchanged.get(key, frozenset()) | window_indices(
                 t, len(self.train), self.s.search_size)
         rec = StepRecord(t, out.component, out.param, out.accepted, out.before, out.after,
-                         to_jsonable(out.value), out.why, time.perf_counter() - t0, out.reset)
+                         to_jsonable(out.value), out.why, time.perf_counter() - t0, out.reset,
+                         out.state)
         self.store.put_step(t, "accepted" if out.accepted else "rejected", {
             **out.row(), "seconds": rec.seconds,
             "config": self.config.to_json(), "policies": sorted(self.policies),

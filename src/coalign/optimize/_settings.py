@@ -20,6 +20,7 @@ class LoopSettings:
     search_size: int = _b("search_size")
     fresh_inputs: int = _b("fresh_inputs")
     rollout_n: int = _b("rollout_n")
+    policy_samples: int | None = _b("policy_samples")  # for kinds trained as a policy
     text_candidates: int = _b("text_candidates")  # candidates per local step (reference: 3 x 3)
     text_steps: int = _b("text_steps")
     text_alternatives: int = _b("text_alternatives")  # stage-1 rollouts under edited instructions

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from coalign.errors import ConfigError
+from coalign.optimize._outcome import StepState
 from coalign.tables._compare import Lookup, Split, Trajectory, config_indices
 from coalign.tables._space import CandidateSpace
 
@@ -94,9 +95,12 @@ class LoopMethod:
 def _system_index(job: Any, lookup: Lookup, split: Split, space: CandidateSpace) -> int:
     """The lookup's number for the loop's current system: a global config of the space, or,
     under a per-instance policy (a choice made per input), a system of its own, scored by
-    running it on the split's test questions on replay (no LLM call)."""
+    running it on the split's test questions on replay (no LLM call). So is a config whose
+    untabled params (a decider's weights, say) left their start: the lookup knows only the
+    tabled ones."""
     opt = job.optimizer
-    if not opt.policies:
+    if not opt.policies and _untabled(opt.config.to_json(), space) == _untabled(
+            job.task.system.default_config().to_json(), space):
         picks = config_indices(opt.config.to_json(), space)
         return lookup.config([picks[s] for s in lookup.slots])
     result = job.on_test(opt.config, opt.policies)
@@ -104,12 +108,20 @@ def _system_index(job: Any, lookup: Lookup, split: Split, space: CandidateSpace)
     return lookup.add({q: by_id[space.questions[q]] for q in split.test})
 
 
+def _untabled(data: dict, space: CandidateSpace) -> dict[str, Any]:
+    """A config's values (JSON form) of the params the table does not vary."""
+    return {f"{comp}.{name}": value for comp, params in data.items()
+            for name, value in params.items() if f"{comp}.{name}" not in space.params}
+
+
 def _count(stats: dict[str, float], rec: Any, spent: float) -> None:
-    """Steps by outcome (accepted, rejected, validated, skipped) and the runs spent so far."""
+    """Steps by outcome (accepted, validated, skipped, validation stopped early) and the runs
+    spent so far."""
     stats["steps"] = stats.get("steps", 0) + 1
     validated = rec.val_after is not None
+    stopped = rec.state is StepState.STOPPED_EARLY
     for name, hit in (("accepted", rec.accepted), ("validated", validated),
-                      ("skipped", not validated)):
+                      ("skipped", not validated), ("stopped_early", stopped)):
         stats[name] = stats.get(name, 0) + int(bool(hit))
     stats["spent"] = spent
 
