@@ -27,6 +27,8 @@ Variants (rule numbers of docs/optimize.md's rules table):
 - ``bootstrap-gate`` (a setting): the gate accepts a change only when a paired bootstrap over
   the validation questions puts it above the current config with confidence 0.9 (run config
   ``gate: bootstrap``) instead of on any strict improvement of the validation mean.
+- ``no-pool`` (rule 11 off): a component's rollout specs are compared each on its own (the
+  candidates of one param with each other only), not pooled per input.
 - ``early-reject`` (rule 16 on; off by default): validation stops at a checkpoint (every 25
   inputs) once the candidate is worse so far with confidence 0.9 (``early_reject: 0.9``). Needs
   a validation split of more than 25 questions to ever fire.
@@ -46,8 +48,9 @@ from typing import Any
 
 import numpy as np
 
-from coalign.optimize import _base, _choice, _step
+from coalign.optimize import _base, _choice, _loop, _step
 from coalign.optimize._base import value_key
+from coalign.rollouts import Collection, RolloutSpec, collect_pairs
 from coalign.tables import Table
 from coalign.tables._compare import Lookup, Method, Split, Trajectory, split_sizes
 from coalign.tables._comparison import compare
@@ -69,6 +72,15 @@ def _best_always(self: Any, scored: Sequence[Any], open_: Sequence[bool], curren
                  rng: random.Random) -> Any:
     others = _others(scored, open_, current)
     return max(others, key=lambda s: s.reward).value if others else current
+
+
+def _unpooled(task: Any, component: str, examples: Any, config: Any, runtime: Any,
+              spec: RolloutSpec | Sequence[RolloutSpec], **kw: Any) -> Collection:
+    """``collect_pairs`` once per spec: candidates are paired within their own spec only."""
+    specs = (spec,) if isinstance(spec, RolloutSpec) else tuple(spec)
+    parts = [collect_pairs(task, component, examples, config, runtime, sp, **kw) for sp in specs]
+    return Collection([p for c in parts for p in c.pairs], [p for c in parts for p in c.ties],
+                      parts[0].account, [t for c in parts for t in c.traces])
 
 
 @contextlib.contextmanager
@@ -94,6 +106,7 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "best-always": _picks(_best_always),
     "no-align-skip": [(_step, "aligned", lambda env, component: True)],
     "no-reject-memory": [(_step, "closed", lambda *args, **kwargs: False)],
+    "no-pool": [(_loop, "collect_pairs", _unpooled)],
     "features-lrf": [],
     "embedding-lrf": [],
     "bootstrap-gate": [],
