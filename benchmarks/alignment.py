@@ -97,12 +97,19 @@ def main() -> None:
                         help="with --table: LRF heads read the cheap features only")
     parser.add_argument("--train-share", type=float, default=0.5,
                         help="with --table: share of the questions whose pairs train the LRF")
+    parser.add_argument("--judge", type=int, default=0, metavar="N",
+                        help="with --table: the LLM-judge row on up to N held-out decisive "
+                             "pairs per component, from answers kept in TABLE/judge")
+    parser.add_argument("--judge-live", action="store_true",
+                        help="with --judge: compute missing judge answers with the local model "
+                             "(and keep them)")
     args = parser.parse_args()
     if args.table:
         from alignment_table import run
 
         run(args.table, seed=args.seed, backbone=args.backbone, train_share=args.train_share,
-            json_path=args.json, use_embedding=not args.no_embedding)
+            json_path=args.json, use_embedding=not args.no_embedding, judge=args.judge,
+            judge_live=args.judge_live)
         return
     n_train, n_test, n = (5, 3, 2) if args.quick else (45, 15, 3)
     n_train, n_test, n = args.train or n_train, args.held_out or n_test, args.n or n

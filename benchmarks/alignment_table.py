@@ -10,8 +10,10 @@ data-efficiency curve; and, for HotpotQA, gold-informed measures (does the outpu
 gold answer, how many gold passages it holds): per component, the share of decisive pairs
 such a measure separates and how often it picks the better path there. They bound what any
 reading of (input, output) can reach: a pair no quality measure separates is decided by how
-the downstream model happens to react. No LLM call. (The LLM-judge row needs the judge's
-answers cached in the table first: not yet.)
+the downstream model happens to react. No LLM call, except for the LLM-judge row (``--judge
+N``: up to N held-out decisive pairs per component, ``table_judge.py``), whose answers are
+read from ``TABLE/judge`` and, with ``--judge-live``, computed where missing; the other rankers
+are scored on the same sample beside it.
 """
 
 from __future__ import annotations
@@ -103,8 +105,48 @@ def per_input(result: Any, component: str) -> float:
     return sum(accs) / len(accs)
 
 
+def judge_rows(table_dir: Path, table: Table, descriptions: dict[str, str],
+               train: list[PreferencePair], test: list[PreferencePair],
+               rankers: dict[str, Any], *, per_component: int, live: bool,
+               seed: int) -> dict[str, dict]:
+    """Per component: the judge's held-out accuracy on a sample of ``per_component`` decisive
+    pairs, and every other ranker's on the same sample."""
+    from table_judge import close_judge, judge_ranker, sample_pairs
+
+    sample = sample_pairs(test, per_component, seed)
+    judge, lm = judge_ranker(table_dir, table.space, descriptions, train, live=live, seed=seed)
+    t0 = time.perf_counter()
+
+    class Sealing:  # new answers go into a shard every 25 calls: a killed run keeps them
+        def compare(self, pair: PreferencePair) -> float:
+            verdict = judge.compare(pair)
+            if live and lm.shards.pending >= 25:
+                lm.shards.seal()
+            return verdict
+
+    try:
+        results = {"judge": pairwise_accuracy(Sealing(), sample)}
+    finally:
+        close_judge(lm)
+    results.update({name: pairwise_accuracy(r, sample) for name, r in rankers.items()})
+    rows: dict[str, dict] = {}
+    for comp in dict.fromkeys(p.component for p in sample):
+        rows[comp] = {"pairs": sum(p.component == comp for p in sample),
+                      **{f"{n}_per_input": per_input(r, comp) for n, r in results.items()},
+                      **{f"{n}_acc": r.accuracy(comp) for n, r in results.items()}}
+    print(f"LLM judge ({len(sample)} held-out pairs, {getattr(lm, 'calls', 0)} new answers, "
+          f"{judge.unparsed} unparsed, {time.perf_counter() - t0:.0f} s), per input:")
+    for comp, r in rows.items():
+        print(f"  {comp:<18} {r['pairs']:>4} pairs: " + ", ".join(
+            f"{n} {r[f'{n}_per_input']:.3f}" for n in results))
+    rows["_meta"] = {"per_component": per_component, "unparsed": judge.unparsed,
+                     "new_answers": getattr(lm, "calls", 0), "k": judge.k}
+    return rows
+
+
 def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
-        json_path: Path | None, use_embedding: bool = True) -> dict:
+        json_path: Path | None, use_embedding: bool = True, judge: int = 0,
+        judge_live: bool = False) -> dict:
     t0 = time.perf_counter()
     table = Table(table_dir)
     system = table.space.system
@@ -156,10 +198,16 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
             for name in acc for kind in ("per_input", "acc")}
     efficiency = data_efficiency(lambda: LocalRewardModel(bb, descriptions, config), train, test,
                                  seed=seed)
+    if judge:
+        rankers = {"lrf": lrf, "random": RandomReward(seed), "shorter": shorter_output_reward()}
+        if use_embedding:
+            rankers["features_lrf"] = plain
+        judged = judge_rows(table_dir, table, descriptions, train, test, rankers,
+                            per_component=judge, live=judge_live, seed=seed)
     result = {"table": str(table_dir), "system": system, "questions": len(questions),
               "train_questions": n_train, "seed": seed, "backbone": backbone,
               "use_embedding": use_embedding,
-              "components": rows, "mean": mean,
+              "components": rows, "mean": mean, **({"judge": judged} if judge else {}),
               "efficiency": {str(k): v for k, v in efficiency.items()},
               "train_pairs_per_s": report.pairs_per_s, "pairs_s": pairs_s,
               "wall_s": time.perf_counter() - t0,

@@ -83,6 +83,17 @@ def test_llm_judge_both_orders_cancels_position_bias() -> None:
     assert pairwise_accuracy(consistent, test).mean == 1.0
 
 
+def test_llm_judge_one_order_shows_a_seeded_side_per_pair() -> None:
+    test = qa_pairs(20, seed=2)
+    always_a = LLMJudgeRanker(FakeLM(lambda r: "A"), {}, k=0, seed=0)
+    verdicts = [always_a.compare(p) for p in test]
+    # "A" means output_a where it is shown first, output_b where the pair was swapped: a judge
+    # with a position habit is not credited with the label's base rate
+    assert {-1.0, 1.0} == set(verdicts)
+    assert verdicts == [LLMJudgeRanker(FakeLM(lambda r: "A"), {}, k=0, seed=0).compare(p)
+                        for p in test]
+
+
 def test_embedding_similarity_prefers_the_output_nearer_the_reference() -> None:
     pair = PreferencePair(
         "answer",

@@ -118,8 +118,9 @@ class LLMJudgeRanker:
         return -vote if swap else vote
 
     def compare(self, pair: PreferencePair) -> float:
+        if not self.both_orders:  # one order, seeded per pair: "always A" scores chance
+            swap = random.Random(f"{self.seed}:order:{pair.digest}").random() < 0.5
+            return float(self._ask(pair, swap=swap))
         first = self._ask(pair, swap=False)
-        if not self.both_orders:
-            return float(first)
         second = self._ask(pair, swap=True)
         return float(first) if first == second else 0.0
