@@ -128,6 +128,17 @@ def test_untrained_decider_follows_the_named_pick_then_similarity():
     assert int(torch.argmax(feats[:, 4])) == 1  # the mug is closest to the session
 
 
+def test_the_decider_names_the_item_it_picked_for_its_local_reward():
+    comp = decider()
+    system = System("d", [comp], ["session", "interests", "assessment", "choices"], "choice")
+    x = inputs("3")
+    trace = system.run("e", x, system.default_config(), Runtime())
+    assert trace.step("decider").outputs == {"choice": "2", "item": "dog leash"}
+    module = comp.module(comp.params["scorer"].default)
+    drawn = comp.sample(module, x, random.Random(0))
+    assert drawn["item"] == CHOICES[int(drawn["choice"])]
+
+
 def test_decider_policy_is_a_distribution_and_draws_are_seeded():
     comp = decider()
     module = comp.module(comp.params["scorer"].default)

@@ -72,7 +72,9 @@ def seeded_choice_scorer(hidden: int, prior: float, tie: float, seed: int) -> Ch
 
 
 class ItemDecider(EncoderPolicy):
-    """Picks one of ``choices_field``; output ``output`` is the 0-based index as a string.
+    """Picks one of ``choices_field``; output ``output`` is the 0-based index as a string, and
+    ``item_output`` the picked candidate itself (what a local reward reads: an index alone says
+    nothing about the pick).
 
     Features per candidate (``FEATURES``): whether the assessment names it, its cosine
     similarity to the interests, to the assessment, to the last session item, to the mean
@@ -86,18 +88,19 @@ class ItemDecider(EncoderPolicy):
 
     def __init__(self, name: str = "next_item_decider", *, session_field: str = "session",
                  interests_field: str = "interests", assessment_field: str = "assessment",
-                 choices_field: str = "choices", output: str = "choice", backbone: Any = None,
+                 choices_field: str = "choices", output: str = "choice",
+                 item_output: str = "item", backbone: Any = None,
                  hidden: int = 0, prior: float = 1.0, tie: float = 0.1, seed: int = 0,
                  description: str = "", **kwargs: Any) -> None:
         scorer = Weights(functools.partial(seeded_choice_scorer, hidden, prior, tie, seed),
                          description="candidate scorer over the LLMs' signals and embeddings")
         fields = (session_field, interests_field, assessment_field, choices_field)
-        super().__init__(name, fields, (output,), backbone=backbone,
+        super().__init__(name, fields, (output, item_output), backbone=backbone,
                          params={self.policy_param: scorer},
                          description=description or f"picks one of the {choices_field}",
                          **kwargs)
         self.fields = fields
-        self.output = output
+        self.output, self.item_output = output, item_output
 
     def features(self, inputs: Mapping[str, Any]) -> torch.Tensor:
         """One row of ``FEATURES`` per candidate."""
@@ -126,12 +129,15 @@ class ItemDecider(EncoderPolicy):
             raise ConfigError(f"{self.name!r}: no candidates in field {self.fields[3]!r}")
         return choices
 
+    def _pick(self, inputs: Mapping[str, Any], index: int) -> dict[str, Any]:
+        return {self.output: str(index), self.item_output: str(self._choices(inputs)[index])}
+
     def sample(self, module: Any, inputs: Mapping[str, Any], rng: random.Random,
                temperature: float = 1.0) -> dict[str, Any]:
         self._choices(inputs)
         with torch.no_grad():
             logits = (self.scores(module, inputs) / temperature).tolist()
-        return {self.output: str(gumbel_top_k(logits, 1, rng)[0])}
+        return self._pick(inputs, gumbel_top_k(logits, 1, rng)[0])
 
     def log_prob(self, module: Any, inputs: Mapping[str, Any], outputs: Mapping[str, Any],
                  temperature: float = 1.0) -> torch.Tensor:
@@ -147,7 +153,7 @@ class ItemDecider(EncoderPolicy):
             return self.sample(module, inputs, ctx.rng, ctx.sampling.temperature)
         with torch.no_grad():
             s = self.scores(module, inputs).tolist()
-        return {self.output: str(max(range(len(s)), key=lambda i: (s[i], -i)))}
+        return self._pick(inputs, max(range(len(s)), key=lambda i: (s[i], -i)))
 
 
 def _index(value: Any, n: int, name: str) -> int:
