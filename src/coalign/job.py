@@ -325,6 +325,9 @@ def _replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
     if cfg.budget.completions > 1:  # tables hold one greedy completion per path
         raise ConfigError("run config field 'budget.completions': a replay table holds one "
                           "greedy downstream completion per path; use completions: 1")
+    task = space.task()
+    if cfg.budget.policy_samples:
+        _policy_samples_replayable(task)
     pool = pool_examples(space)
     if n:
         from coalign.tables import ShardSet
@@ -335,7 +338,24 @@ def _replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
             raise ConfigError(f"run config field 'budget.rollout_n': the replay table holds "
                               f"temperature samples for {have} of its {len(pool)} questions; "
                               "use rollout_n: 0 (candidates only) or build --level samples")
-    return space.task(), pool
+    return task, pool
+
+
+def _policy_samples_replayable(task: Task) -> None:
+    """Policy samples of a component feeding an LLM would ask the table for inputs it never
+    saw: refuse them before the run starts."""
+    from coalign.component import LLMComponent
+
+    system = task.system
+    for comp in system.components:
+        if not any(KINDS[p.kind].network for p in comp.params.values() if p.kind in KINDS):
+            continue
+        llms = [c for c in sorted(system.descendants(comp.name))
+                if isinstance(system.component(c), LLMComponent)]
+        if llms:
+            raise ConfigError(f"run config field 'budget.policy_samples': {comp.name}'s samples "
+                              f"feed LLM components ({', '.join(llms)}) whose inputs the replay "
+                              "table does not hold; use policy_samples: 0")
 
 
 def _optimizer(cfg: RunConfig, task: Task, train: list[Example], val: list[Example],

@@ -32,13 +32,33 @@ def coalign_method(table: Path, questions: Sequence[str], *,
     """A ``Method`` running the loop on ``table``; ``questions`` are the lookup's question ids
     in its order (they must be the table's whole pool, in pool order: a run config draws its
     split from the pool). ``settings``: run config fields to set (``budget`` is merged into
-    the default one, whose ``rollout_n`` is 0: tables are greedy)."""
+    the default one, whose ``rollout_n`` is 0: tables are greedy; a param trained as a
+    policy whose samples feed no LLM, a last-step decider's weights, gets ``policy_samples``
+    POLICY_SAMPLES)."""
     space = CandidateSpace.load(table)
     if list(questions) != list(space.questions):
         raise ConfigError(f"table {table}: the loop needs every pool question finished "
                           f"({len(questions)} of {len(space.questions)} are)")
     return LoopMethod(Path(table), space, tuple(questions), dict(settings or {}),
-                      max_iterations)
+                      max_iterations, _policy_samples(space))
+
+
+POLICY_SAMPLES = 4  # the weights optimizer's own draws per input
+
+
+def _policy_samples(space: CandidateSpace) -> int | None:
+    from coalign.job import _policy_samples_replayable
+    from coalign.optimize._kinds import KINDS
+
+    task = space.task()
+    if not any(KINDS[p.kind].network for c in task.system.components
+               for p in c.params.values() if p.kind in KINDS):
+        return None
+    try:
+        _policy_samples_replayable(task)
+    except ConfigError:
+        return None
+    return POLICY_SAMPLES
 
 
 @dataclass(frozen=True)
@@ -51,6 +71,7 @@ class LoopMethod:
     questions: tuple[str, ...]
     settings: dict[str, Any]
     max_iterations: int
+    policy_samples: int | None = None  # for params trained as a policy (see coalign_method)
 
     def __call__(self, lookup: Lookup, split: Split, limit: float, seed: int) -> Trajectory:
         from coalign.job import Job, parse_run_config
@@ -62,6 +83,8 @@ class LoopMethod:
                "split": {"train": len(split.train), "val": len(split.val),
                          "test": len(split.test), "seed": seed},
                "budget": {"iterations": self.max_iterations, "rollout_n": 0,
+                          **({"policy_samples": self.policy_samples}
+                             if self.policy_samples else {}),
                           **extra.get("budget", {})}}
         cfg = parse_run_config(raw, "replay comparison")
         trajectory = Trajectory("coalign")
