@@ -120,7 +120,10 @@ def main() -> None:
         source = ({"table": str(args.table), "space": table.space.digest} if table else
                   {"split": args.split, "model": args.model})
         args.json.write_text(json.dumps({**source, "sessions": len(examples),
-                                         "commit": commit, "llm_calls": meter.total().calls,
+                                         "commit": commit,
+                                         # on a table every call is a replayed answer
+                                         ("replayed_calls" if table else "llm_calls"):
+                                             meter.total().calls,
                                          "rows": rows}, indent=2))
 
 
