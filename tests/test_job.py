@@ -180,11 +180,11 @@ def test_a_config_refused_while_building_the_loop_leaves_the_run_dir_usable(tmp_
 
 
 def test_policy_samples_on_replay_are_refused_where_they_feed_an_llm():
-    from coalign.job import _policy_samples_replayable
     from coalign.systems import SYSTEMS
+    from coalign.tables import check_policy_samples
 
-    _policy_samples_replayable(SYSTEMS["next_item"]("qwen2.5-0.5b"))  # the decider feeds no LLM
+    check_policy_samples(SYSTEMS["next_item"]("qwen2.5-0.5b"))  # the decider feeds no LLM
     with pytest.raises(ConfigError, match=r"^run config field 'budget.policy_samples': "
                                           r"reranker's samples feed LLM components "
                                           r"\(answer_generator, info_extractor\)"):
-        _policy_samples_replayable(SYSTEMS["multihop_qa_rerank"]("qwen2.5-0.5b"))
+        check_policy_samples(SYSTEMS["multihop_qa_rerank"]("qwen2.5-0.5b"))

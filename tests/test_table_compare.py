@@ -339,10 +339,8 @@ def test_the_per_input_oracle_varies_only_the_named_slots():
 @pytest.mark.parametrize(("system", "samples"), [("next_item", 4), ("multihop_qa", None),
                                                  ("multihop_qa_rerank", None)])
 def test_the_loop_arm_samples_only_policies_that_feed_no_llm(system, samples):
-    from types import SimpleNamespace
 
     from coalign.systems import SYSTEMS
-    from coalign.tables._loop_arm import _policy_samples
+    from coalign.tables import replay_policy_samples
 
-    space = SimpleNamespace(task=lambda: SYSTEMS[system]("qwen2.5-0.5b"))
-    assert _policy_samples(space) == samples
+    assert replay_policy_samples(SYSTEMS[system]("qwen2.5-0.5b")) == samples

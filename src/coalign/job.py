@@ -303,7 +303,7 @@ def resume_config(run_dir: Path) -> RunConfig:
 def _replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
     """The table's system (each tabled param limited to its candidates) and question pool."""
     from coalign.runner import REPLAY
-    from coalign.tables import CandidateSpace, pool_examples
+    from coalign.tables import CandidateSpace, check_policy_samples, pool_examples
 
     if cfg.lm is None or not cfg.lm.startswith(REPLAY):
         raise ConfigError(f"run config field 'lm': expected replay:DIR, got {cfg.lm!r}")
@@ -327,7 +327,7 @@ def _replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
                           "greedy downstream completion per path; use completions: 1")
     task = space.task()
     if cfg.budget.policy_samples:
-        _policy_samples_replayable(task)
+        check_policy_samples(task)
     pool = pool_examples(space)
     if n:
         from coalign.tables import ShardSet
@@ -339,23 +339,6 @@ def _replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
                               f"temperature samples for {have} of its {len(pool)} questions; "
                               "use rollout_n: 0 (candidates only) or build --level samples")
     return task, pool
-
-
-def _policy_samples_replayable(task: Task) -> None:
-    """Policy samples of a component feeding an LLM would ask the table for inputs it never
-    saw: refuse them before the run starts."""
-    from coalign.component import LLMComponent
-
-    system = task.system
-    for comp in system.components:
-        if not any(KINDS[p.kind].network for p in comp.params.values() if p.kind in KINDS):
-            continue
-        llms = [c for c in sorted(system.descendants(comp.name))
-                if isinstance(system.component(c), LLMComponent)]
-        if llms:
-            raise ConfigError(f"run config field 'budget.policy_samples': {comp.name}'s samples "
-                              f"feed LLM components ({', '.join(llms)}) whose inputs the replay "
-                              "table does not hold; use policy_samples: 0")
 
 
 def _optimizer(cfg: RunConfig, task: Task, train: list[Example], val: list[Example],

@@ -3,6 +3,7 @@ append-only shards, and replayed with zero LLM calls (see docs/tables.md)."""
 
 from coalign.tables._build import BuildReport, build_table, expand, pool_examples
 from coalign.tables._pairs import table_pairs
+from coalign.tables._policy import check_policy_samples, replay_policy_samples
 from coalign.tables._replay import RecordingLM, ReplayLM, ReplayMiss, backend_name
 from coalign.tables._rewards import Rewards
 from coalign.tables._shards import Done, Entry, ShardSet, TableError
@@ -13,5 +14,6 @@ from coalign.tables._table import Table, TableStatus, find_tables
 __all__ = [
     "BuildReport", "CandidateSpace", "Done", "Entry", "RecordingLM", "ReplayLM", "ReplayMiss",
     "Rewards", "Samples", "ShardSet", "Table", "TableError", "TableStatus", "backend_name",
-    "build_table", "expand", "find_tables", "pool_examples", "subset_table", "table_pairs",
+    "build_table", "check_policy_samples", "expand", "find_tables", "pool_examples",
+    "replay_policy_samples", "subset_table", "table_pairs",
 ]

@@ -19,6 +19,7 @@ from typing import Any
 from coalign.errors import ConfigError
 from coalign.optimize._outcome import StepState
 from coalign.tables._compare import Lookup, Split, Trajectory, config_indices
+from coalign.tables._policy import replay_policy_samples
 from coalign.tables._space import CandidateSpace
 
 
@@ -34,31 +35,13 @@ def coalign_method(table: Path, questions: Sequence[str], *,
     split from the pool). ``settings``: run config fields to set (``budget`` is merged into
     the default one, whose ``rollout_n`` is 0: tables are greedy; a param trained as a
     policy whose samples feed no LLM, a last-step decider's weights, gets ``policy_samples``
-    POLICY_SAMPLES)."""
+    ``POLICY_SAMPLES``, see ``_policy``)."""
     space = CandidateSpace.load(table)
     if list(questions) != list(space.questions):
         raise ConfigError(f"table {table}: the loop needs every pool question finished "
                           f"({len(questions)} of {len(space.questions)} are)")
     return LoopMethod(Path(table), space, tuple(questions), dict(settings or {}),
-                      max_iterations, _policy_samples(space))
-
-
-POLICY_SAMPLES = 4  # the weights optimizer's own draws per input
-
-
-def _policy_samples(space: CandidateSpace) -> int | None:
-    from coalign.job import _policy_samples_replayable
-    from coalign.optimize._kinds import KINDS
-
-    task = space.task()
-    if not any(KINDS[p.kind].network for c in task.system.components
-               for p in c.params.values() if p.kind in KINDS):
-        return None
-    try:
-        _policy_samples_replayable(task)
-    except ConfigError:
-        return None
-    return POLICY_SAMPLES
+                      max_iterations, replay_policy_samples(space.task()))
 
 
 @dataclass(frozen=True)
