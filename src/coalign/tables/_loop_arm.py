@@ -105,10 +105,12 @@ def _system_index(job: Any, lookup: Lookup, split: Split, space: CandidateSpace)
     untabled params (a decider's weights, say) left their start: the lookup knows only the
     tabled ones."""
     opt = job.optimizer
-    if not opt.policies and _untabled(opt.config.to_json(), space) == _untabled(
-            job.task.system.default_config().to_json(), space):
-        picks = config_indices(opt.config.to_json(), space)
-        return lookup.config([picks[s] for s in lookup.slots])
+    if not opt.policies:
+        data = opt.config.to_json()  # a Weights value serializes its tensors: once
+        if _untabled(data, space) == _untabled(job.task.system.default_config().to_json(),
+                                               space):
+            picks = config_indices(data, space)
+            return lookup.config([picks[s] for s in lookup.slots])
     result = job.on_test(opt.config, opt.policies)
     by_id = dict(zip([e.id for e in job.test], result.scores, strict=True))
     return lookup.add({q: by_id[space.questions[q]] for q in split.test})

@@ -18,21 +18,21 @@ if TYPE_CHECKING:
 POLICY_SAMPLES = 4  # the loop arm's draws per input for such a param (the weights optimizer's)
 
 
-def _policies(task: Task) -> list[str]:
+def _llms_fed(task: Task) -> dict[str, list[str]]:
+    """Per component with a param trained as a policy, the LLM components downstream of it."""
+    from coalign.component import LLMComponent
     from coalign.optimize._kinds import KINDS  # the loop's registry imports torch: only here
 
-    return [c.name for c in task.system.components
-            if any(KINDS[p.kind].network for p in c.params.values() if p.kind in KINDS)]
+    system = task.system
+    return {c.name: [d for d in sorted(system.descendants(c.name))
+                     if isinstance(system.component(d), LLMComponent)]
+            for c in system.components
+            if any(KINDS[p.kind].network for p in c.params.values() if p.kind in KINDS)}
 
 
 def check_policy_samples(task: Task) -> None:
     """Refuse policy samples that would feed an LLM: the table never saw those inputs."""
-    from coalign.component import LLMComponent
-
-    system = task.system
-    for name in _policies(task):
-        llms = [c for c in sorted(system.descendants(name))
-                if isinstance(system.component(c), LLMComponent)]
+    for name, llms in _llms_fed(task).items():
         if llms:
             raise ConfigError(f"run config field 'budget.policy_samples': {name}'s samples "
                               f"feed LLM components ({', '.join(llms)}) whose inputs the replay "
@@ -42,10 +42,5 @@ def check_policy_samples(task: Task) -> None:
 def replay_policy_samples(task: Task) -> int | None:
     """``POLICY_SAMPLES`` if ``task`` has a param trained as a policy and its samples replay;
     None otherwise (nothing to sample, or the samples would feed an LLM)."""
-    if not _policies(task):
-        return None
-    try:
-        check_policy_samples(task)
-    except ConfigError:
-        return None
-    return POLICY_SAMPLES
+    fed = _llms_fed(task)
+    return POLICY_SAMPLES if fed and not any(fed.values()) else None
