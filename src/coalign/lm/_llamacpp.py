@@ -41,18 +41,22 @@ class LoadedModel:
 
 def _load_llama(path: str, n_ctx: int, n_threads: int) -> Any:
     try:
-        from llama_cpp import Llama
+        from coalign.lm._prefill import PREFILL_CHUNK, chunked_llama_class
+
+        llama_class = chunked_llama_class()
     except ImportError:
         raise LMError(
             "llamacpp: the llama-cpp-python package is missing; local models need the local "
             "extra: pip install 'coalign[local]' (from a checkout: make install)"
         ) from None
     _warn_once_if_amx()
-    return Llama(
+    return llama_class(
         model_path=path,
         n_ctx=n_ctx,
         n_threads=n_threads,
         n_threads_batch=n_threads,
+        n_batch=PREFILL_CHUNK,
+        n_ubatch=PREFILL_CHUNK,
         verbose=False,
     )
 
@@ -202,10 +206,10 @@ class LlamaCpp:
         n_ctx: context window in tokens (prompt + completion); small keeps memory low.
         pool: where models are loaded (default: the process-wide :func:`default_pool`).
         top_p, top_k, min_p: sampling filters used when temperature > 0.
-        reuse_prefix: let llama.cpp reuse the KV cache of the previous call's common prompt
-            prefix. Faster on shared few-shot prefixes, but the suffix is then evaluated in a
-            different batch, which changes logits slightly: the same request can get a different
-            greedy answer depending on the call before it. Off by default for reproducibility.
+        reuse_prefix: reuse the KV cache of the previous call's common prompt prefix, in whole
+            64-token chunks (see :mod:`coalign.lm._prefill`): faster on shared prefixes, and an
+            answer stays the same whatever the call before it. Off evaluates every prompt from
+            an empty cache (the same answers, slower).
     """
 
     def __init__(
@@ -216,7 +220,7 @@ class LlamaCpp:
         top_p: float = 0.95,
         top_k: int = 40,
         min_p: float = 0.05,
-        reuse_prefix: bool = False,
+        reuse_prefix: bool = True,
     ) -> None:
         if find_bundled(model) is None and not os.path.isfile(os.path.expanduser(model)):
             # refused here, not at the first call: a run config naming it is then refused
@@ -280,7 +284,7 @@ class LlamaCpp:
 
     def _complete(self, loaded: LoadedModel, model: str, kwargs: dict[str, Any]) -> dict:
         if not self.reuse_prefix:
-            loaded.llama.reset()  # full prefill: the answer depends on this request only
+            loaded.llama.reset()
         try:
             return loaded.llama.create_chat_completion(**kwargs)
         except Exception as exc:

@@ -8,13 +8,14 @@ A shared upstream is computed once: identical requests are answered from the tab
 is marked done only when its whole tree is stored, so a killed build redoes no call and a
 resumed one walks the finished part from the table in milliseconds.
 
-Calls run with prefix reuse (see ``BuildLM``): the candidates of one node share its inputs as a
-prompt prefix, and the samples of one value follow its greedy call back to back, so only their
-tokens are decoded. Live runs evaluate every prompt from an empty KV cache; the share of greedy
-outputs where the two differ is measured by ``benchmarks/replay_check.py``.
+Calls run with prefix reuse: the candidates of one node share its inputs as a prompt prefix, and
+the samples of one value follow its greedy call back to back, so the shared part is evaluated
+once. Reuse is chunk-aligned (``coalign.lm._prefill``), so an output is the one a live call from
+an empty KV cache gives, whatever was built before it (tables built before that change differ
+from live in a few percent of outputs, measured by ``benchmarks/replay_check.py``).
 
 With an executor that has several model replicas (Ray actors), questions are expanded in
-parallel, each on one replica from start to end (its KV cache is part of the result); this
+parallel, each on one replica from start to end (its calls reuse one KV cache); this
 process alone writes the shards and marks questions done, in pool order.
 """
 
@@ -32,7 +33,7 @@ from coalign.config import SystemConfig
 from coalign.data import Example
 from coalign.errors import ConfigError
 from coalign.executors import BaseExecutor, SerialExecutor, ThreadExecutor, WorkerLost
-from coalign.lm._base import LM, LMRequest, LMResponse
+from coalign.lm._base import LM
 from coalign.runtime import Runtime, Sampling
 from coalign.systems import models_of
 from coalign.tables._replay import RecordingLM
@@ -53,47 +54,10 @@ def pool_examples(space: CandidateSpace) -> list[Example]:
     return [by_id[q] for q in space.questions]
 
 
-class BuildLM:
-    """The embedded model as a build drives it: prefix reuse on, so the candidates of one node
-    (same inputs, another instruction, layout ``inputs_first``) and the samples of one value
-    evaluate the shared prompt once.
-
-    A reused prefix can change logits slightly, so an output depends on the call before it. To
-    keep a build reproducible the KV cache is made canonical: ``reset`` empties it (the builder
-    calls it at every question, where a resumed build starts), and a sample whose prompt is not
-    the one in the cache (on a resumed build its greedy call was a table hit) is preceded by
-    that prompt's greedy call, as in an uninterrupted build.
-    """
-
-    def __init__(self, model: str) -> None:
-        from coalign.lm import LlamaCpp
-
-        self.lm = LlamaCpp(model, reuse_prefix=True)
-        self._last: tuple | None = None  # messages the model's KV cache holds
-
-    @property
-    def name(self) -> str:
-        return self.lm.name
-
-    def reset(self) -> None:
-        loaded = self.lm.load()
-        with loaded.lock:
-            loaded.llama.reset()
-        self._last = None
-
-    def generate(self, request: LMRequest) -> LMResponse:
-        if request.temperature > 0 and self._last != request.messages:
-            self.lm.generate(request._replace(temperature=0.0, sample_index=0))
-        response = self.lm.generate(request)
-        self._last = request.messages
-        return response
-
-    def close(self) -> None:
-        self.lm.close()
-
-
 def live_lm(model: str) -> LM:
-    return BuildLM(model)
+    from coalign.lm import LlamaCpp
+
+    return LlamaCpp(model, reuse_prefix=True)
 
 
 @dataclass
@@ -208,10 +172,6 @@ def _question(task: Task, space: CandidateSpace, example: Example,
               recorders: Mapping[str, RecordingLM], level: str) -> Done:
     """Expand one question with one set of recorders (one replica of each model)."""
     before = [(r.calls, r.llm_s) for r in recorders.values()]
-    for rec in recorders.values():  # canonical KV state where a resumed build starts
-        reset = getattr(rec.inner, "reset", None)
-        if reset is not None:
-            reset()
     runtime = Runtime(lms=recorders, max_workers=1, seed=0)
     paths = expand(task, space, example, runtime, recorders, samples=level == "samples")
     q_calls = sum(r.calls - c for r, (c, _) in zip(recorders.values(), before, strict=True))
