@@ -76,6 +76,9 @@ def main() -> None:
     ap.add_argument("--candidates", type=int, default=2, help="candidate values per step")
     ap.add_argument("--proposer", action="store_true",
                     help="let the model propose instructions too (one more call per step)")
+    ap.add_argument("--no-rollout-demos", action="store_true",
+                    help="bootstrap demos from the search sample's outputs only (loop rule 12 "
+                         "off), not also from the outputs that won rollout pairs")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "dspy_program")
     ap.add_argument("--out", type=Path,
@@ -99,7 +102,8 @@ def main() -> None:
     result = optimize(program, train, f1, valset=val,
                       budget={"iterations": args.iterations, "search_size": 3,
                               "fresh_inputs": 2, "rollout_n": 0, "text_alternatives": 2,
-                              "text_candidates": args.candidates, "text_steps": 1},
+                              "text_candidates": args.candidates, "text_steps": 1,
+                              "rollout_demos": not args.no_rollout_demos},
                       proposer=lm if args.proposer else None,
                       run_dir=args.run_dir / "store", seed=args.seed,
                       on_step=lambda r: print(f"  step {r.step}: {r.component} "
@@ -119,7 +123,7 @@ def main() -> None:
                 f"{args.test - 1}, train/val from row 200",
         "sizes": {"train": args.train, "val": args.val, "test": args.test,
                   "iterations": args.iterations, "candidates_per_step": args.candidates,
-                  "proposer": args.proposer},
+                  "proposer": args.proposer, "rollout_demos": not args.no_rollout_demos},
         "dspy_evaluate_f1_percent": {"before": before, "after": after},
         "coalign_val_f1": {"before": result.val_before, "after": result.val_after},
         "instructions_before": start, "instructions_after": instructions(reloaded),

@@ -1,3 +1,4 @@
+import dataclasses
 import random
 from types import SimpleNamespace
 
@@ -169,3 +170,23 @@ def test_demos_with_distinct_outputs_are_the_next_candidate_after_the_best_ranke
     # too few distinct outputs: the best repeats fill the remaining places in score order
     assert demo_sets(3) == [["a", "b", "c"], ["a", "c", "b"]]
     assert demo_sets(1) == [["a"]]  # one demo: both sets are the same candidate
+
+
+def _winners_seen(tmp_path, rollout_demos: bool) -> list[int]:
+    """How many rollout winners each text proposal of a short run was shown."""
+    opt = make_optimizer(tmp_path, FakeLM(lambda r: "good" if r.sample_index % 2 else "bad"),
+                         iterations=3)
+    opt.s = dataclasses.replace(opt.s, rollout_demos=rollout_demos)
+    text = opt.optimizers["text"]
+    seen: list[int] = []
+    propose = text.propose
+    text.propose = lambda view: seen.append(len(view.rollout_winners)) or propose(view)
+    opt.run()
+    return seen
+
+
+def test_rollout_demos_switch_keeps_rollout_winners_from_text_proposals(tmp_path):
+    on = _winners_seen(tmp_path / "on", True)
+    off = _winners_seen(tmp_path / "off", False)
+    assert on and max(on) > 0  # rule 12 on: the writer's proposals see the rollout winners
+    assert off and max(off) == 0

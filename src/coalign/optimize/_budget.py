@@ -33,6 +33,9 @@ class BudgetSpec(BaseModel):
     # orders); None: rollout_n. Such samples need no LLM when the component's output feeds
     # none (a last-step decider), so replay allows them where it refuses LLM samples.
     policy_samples: int | None = Field(None, ge=0)
+    # text demos drawn from the outputs that won stored rollout pairs as well as from the
+    # search sample's outputs (loop rule 12); false: the search sample's only
+    rollout_demos: bool = True
 
     @field_validator("rollout_n", "policy_samples")
     @classmethod

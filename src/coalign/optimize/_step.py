@@ -180,7 +180,8 @@ def expand(env: StepEnv, at: Position, component: str, param: str, kind: ParamKi
     open ones; the pick's best open variant is the proposal."""
     view = LocalView(env.task, component, param, at.config, search, at.reward,
                      env.runtime_for(at.policies), rng, env.account, env.settings.proposer,
-                     rollout_winners(env.store, component) if kind.rollout_demos else ())
+                     rollout_winners(env.store, component)
+                     if kind.rollout_demos and env.settings.rollout_demos else ())
     optimizer = env.optimizers[kind.name]
     scored = [Scored(*s) for s in optimizer.propose(view)]  # plain (value, reward) pairs too
     siblings, fresh = _siblings(env, at, view, kind)
