@@ -8,7 +8,7 @@ efficiency (12.5/25/50/100% of the train pairs) and training throughput. Collect
 the response cache in the run directory, so a rerun repeats no LLM call.
 
     python benchmarks/alignment.py [--quick] [--json PATH] [--run-dir DIR]
-        [--train N] [--held-out N] [--n N] [--backbone minilm|hashing]
+        [--train N] [--held-out N] [--n N] [--backbone minilm|hashing|qwen]
 
 ``--table DIR`` measures on a replay table's pairs instead (no LLM call; alignment_table.py).
 """
@@ -91,7 +91,8 @@ def main() -> None:
     parser.add_argument("--held-out", type=int, help="held-out questions (full: 15)")
     parser.add_argument("--n", type=int, help="samples per LLM component (full: 3)")
     parser.add_argument("--backbone", default="minilm",
-                        help="LRF backbone (minilm, or hashing: lexical, no model)")
+                        help="LRF backbone: minilm, hashing (lexical, no model) or qwen (the "
+                             "task model's mean-pooled hidden state, via llama.cpp)")
     parser.add_argument("--table", type=Path, help="a replay table directory: its pairs")
     parser.add_argument("--no-embedding", action="store_true",
                         help="with --table: LRF heads read the cheap features only")

