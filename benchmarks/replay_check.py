@@ -2,9 +2,10 @@
 
 For the first ``--questions`` finished questions of a table and ``--configs`` configs of its
 space (the starting one, then a seeded draw), runs ``evaluate`` twice: on the replay backend
-and live (the embedded model, a fresh response cache, each call from a fresh KV cache as in any
-live run). Prints and writes per config: mean metric both ways, questions whose score differs,
-LLM outputs that differ (prefix reuse in the build can change a greedy output), and timings.
+and live (the embedded model as any live run uses it, with a fresh response cache). Prints and
+writes per config: mean metric both ways, questions whose score differs, LLM outputs that differ
+(a table built before prefix reuse was chunk-aligned can hold greedy outputs that a live call
+does not reproduce), and timings.
 
     python benchmarks/replay_check.py benchmarks/tables/multihop_qa --questions 20 \
         --json benchmarks/results/replay/check-multihop_qa.json
