@@ -4,7 +4,8 @@ Pairs come from the table (``coalign.tables.table_pairs``: every pair of a compo
 outputs on one input, labelled by the full path's reward with the downstream config at its
 start values; exact on a greedy table), split by question into train and held-out. Reports,
 per component, held-out pairwise accuracy pooled over pairs and averaged per input, for the
-LRF trained on the train pairs (MiniLM embedding + the cheap features, and the features alone),
+LRF trained on the train pairs (MiniLM embedding + the cheap features, and the features alone;
+with ``--finetune`` also MiniLM with LoRA adapters trained jointly with the heads),
 embedding similarity to a known-good output, a shorter-output heuristic and random; the LRF's
 data-efficiency curve; and, for HotpotQA, gold-informed measures (does the output contain the
 gold answer, how many gold passages it holds): per component, the share of decisive pairs
@@ -29,10 +30,12 @@ from coalign.data import Example, normalize_answer, split
 from coalign.pairs import PreferencePair
 from coalign.rewards import (
     EmbeddingSimilarityRanker,
+    FinetuneConfig,
     LocalRewardModel,
     RandomReward,
     TrainConfig,
     data_efficiency,
+    finetune_backbone,
     make_backbone,
     pairwise_accuracy,
     shorter_output_reward,
@@ -146,7 +149,7 @@ def judge_rows(table_dir: Path, table: Table, descriptions: dict[str, str],
 
 def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
         json_path: Path | None, use_embedding: bool = True, judge: int = 0,
-        judge_live: bool = False) -> dict:
+        judge_live: bool = False, finetune: bool = False) -> dict:
     t0 = time.perf_counter()
     table = Table(table_dir)
     system = table.space.system
@@ -173,6 +176,11 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
         plain = LocalRewardModel(bb, descriptions, TrainConfig(use_embedding=False))
         plain.fit(train)
         acc["features_lrf"] = pairwise_accuracy(plain, test)
+    if finetune:  # MiniLM with LoRA adapters trained jointly with the heads on the train pairs
+        tuned = LocalRewardModel(make_backbone("minilm"), descriptions,
+                                 TrainConfig(use_embedding=True))
+        finetune_backbone(tuned, train, FinetuneConfig(mode="lora", seed=seed))
+        acc["lora_lrf"] = pairwise_accuracy(tuned, test)
     acc["shorter"] = pairwise_accuracy(shorter_output_reward(), test)
     measures = gold_measures(system, test_q)
     refs = known_good(system, test_q)
@@ -202,11 +210,13 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
         rankers = {"lrf": lrf, "random": RandomReward(seed), "shorter": shorter_output_reward()}
         if use_embedding:
             rankers["features_lrf"] = plain
+        if finetune:
+            rankers["lora_lrf"] = tuned
         judged = judge_rows(table_dir, table, descriptions, train, test, rankers,
                             per_component=judge, live=judge_live, seed=seed)
     result = {"table": str(table_dir), "system": system, "questions": len(questions),
               "train_questions": n_train, "seed": seed, "backbone": backbone,
-              "use_embedding": use_embedding,
+              "use_embedding": use_embedding, "finetune": finetune,
               "components": rows, "mean": mean, **({"judge": judged} if judge else {}),
               "efficiency": {str(k): v for k, v in efficiency.items()},
               "train_pairs_per_s": report.pairs_per_s, "pairs_s": pairs_s,
