@@ -168,10 +168,8 @@ class GoneReplica:
 
     name = "gone"
 
-    def reset(self):
+    def generate(self, request):
         raise WorkerLost("gone")
-
-    generate = reset
 
     def close(self):
         return None
