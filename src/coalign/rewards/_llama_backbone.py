@@ -52,7 +52,6 @@ class LlamaBackbone(CachedBackbone):
                                      n_batch=n_ctx, n_ubatch=n_ctx, n_threads=threads,
                                      n_threads_batch=threads, verbose=False,
                                      pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN)
-        self.n_ctx = n_ctx
         digest = (resolved.sha256 or _file_digest(path))[:16]
         self._id = f"llama:{resolved.name}:{digest}:mean"
 
