@@ -14,6 +14,7 @@ split drawn from it) shapes the candidates.
     python benchmarks/table_space.py multihop_qa --out benchmarks/tables/multihop_qa
     python benchmarks/table_space.py code_gen --out benchmarks/tables/code_gen --pool 100
     python benchmarks/table_space.py next_item --out benchmarks/tables/next_item --pool 159
+    python benchmarks/table_space.py multihop_qa_wide --out benchmarks/tables/multihop_qa_wide
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ EDIT_FOR = {
 }
 FALLBACK_EDIT = 8  # several parts: the fact about each named one
 LAYOUT = "inputs_first"  # calls differing only in their instruction share the input prefix
+LABELLED = 4  # labelled demos of the wide HotpotQA space's answer candidate
 SECOND_REWRITE = ("Write the names of the people, places, works and things the question "
                   "mentions, separated by commas. Reply with only the names.")
 
@@ -137,6 +139,40 @@ def multihop_space(pool: int, cache: Path) -> CandidateSpace:
                           options={"ks": [3, 5], "query_sources": ["query", "question"],
                                    "layout": LAYOUT},
                           samples=Samples(2, 1.0), notes=notes)
+
+
+def multihop_wide_space(pool: int, cache: Path,
+                        base: Path = Path("benchmarks/tables/multihop_qa")) -> CandidateSpace:
+    """The HotpotQA space plus labelled demos for the answer step (DSPy's LabeledFewShot).
+
+    The base space's candidates are kept verbatim (regenerating them now would not reproduce
+    its sampled proposals). The new candidate shows the first ``LABELLED`` questions of the
+    bootstrap set (the file's end, outside the pool) with the starting extractor's facts and
+    the gold answer: a probe on 40 other outside questions (docs/tables.md) found short gold
+    answers the strongest lever on the 0.5B answer step's sentence-long replies.
+    """
+    old = CandidateSpace.load(base)
+    if len(old.questions) != pool:
+        raise SystemExit(f"--pool {pool}: the base space {base} has {len(old.questions)}")
+    examples = load_dataset("hotpotqa")
+    task = old.task(finite=False)
+    runtime, _ = build_runtime(["qwen2.5-0.5b"], cache, max_workers=1)
+    config = task.system.default_config()
+    shown = examples[-48:][:LABELLED]
+    demos = [{"question": e.inputs["question"],
+              "info": task.system.run(e.id, e.inputs, config, runtime)
+              .step("info_extractor").outputs["info"],
+              "answer": str(e.target)} for e in shown]
+    start = task.system.component("answer_generator").params["prompt"].default
+    params = dict(old.params)
+    key = "answer_generator.prompt"
+    params[key] = (*old.params[key], {"instruction": start.instruction, "demos": demos})
+    notes = {**old.notes, "base_space": old.digest,
+             key: [*old.notes[key], f"labelled demos ({LABELLED} bootstrap-set questions: the "
+                                    "starting extractor's facts, the gold answer)"]}
+    return CandidateSpace(system=old.system, dataset=old.dataset, questions=old.questions,
+                          params=params, options=old.options, samples=Samples(0, 1.0),
+                          notes=notes)
 
 
 # Hand-written candidates for the code system, each aimed at a failure the probe showed: the
@@ -267,12 +303,14 @@ def next_item_space(pool: int, cache: Path) -> CandidateSpace:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("system", choices=["multihop_qa", "code_gen", "next_item"])
+    parser.add_argument("system",
+                        choices=["multihop_qa", "multihop_qa_wide", "code_gen", "next_item"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--pool", type=int, default=200)
     parser.add_argument("--cache", type=Path, default=Path("runs/table_space/lm_cache.sqlite"))
     args = parser.parse_args()
-    make = {"multihop_qa": multihop_space, "code_gen": code_space,
+    make = {"multihop_qa": multihop_space, "multihop_qa_wide": multihop_wide_space,
+            "code_gen": code_space,
             "next_item": next_item_space}[args.system]
     space = make(args.pool, args.cache)
     path = space.save(args.out)
