@@ -99,6 +99,8 @@ def main() -> None:
     parser.add_argument("--finetune", action="store_true",
                         help="with --table: also the LRF whose MiniLM is fine-tuned (LoRA) on "
                              "the train pairs")
+    parser.add_argument("--head", choices=["linear", "mlp"], default="linear",
+                        help="with --table: the LRF heads (mlp: one hidden layer)")
     parser.add_argument("--train-share", type=float, default=0.5,
                         help="with --table: share of the questions whose pairs train the LRF")
     parser.add_argument("--judge", type=int, default=0, metavar="N",
@@ -113,7 +115,7 @@ def main() -> None:
 
         run(args.table, seed=args.seed, backbone=args.backbone, train_share=args.train_share,
             json_path=args.json, use_embedding=not args.no_embedding, judge=args.judge,
-            judge_live=args.judge_live, finetune=args.finetune)
+            judge_live=args.judge_live, finetune=args.finetune, head=args.head)
         return
     n_train, n_test, n = (5, 3, 2) if args.quick else (45, 15, 3)
     n_train, n_test, n = args.train or n_train, args.held_out or n_test, args.n or n

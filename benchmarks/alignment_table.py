@@ -149,7 +149,7 @@ def judge_rows(table_dir: Path, table: Table, descriptions: dict[str, str],
 
 def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
         json_path: Path | None, use_embedding: bool = True, judge: int = 0,
-        judge_live: bool = False, finetune: bool = False) -> dict:
+        judge_live: bool = False, finetune: bool = False, head: str = "linear") -> dict:
     t0 = time.perf_counter()
     table = Table(table_dir)
     system = table.space.system
@@ -167,18 +167,18 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
     task = table.space.task()
     descriptions = {c.name: c.description for c in task.system.components}
     bb = make_backbone(backbone)
-    config = TrainConfig(use_embedding=use_embedding)
+    config = TrainConfig(use_embedding=use_embedding, head=head)
     lrf = LocalRewardModel(bb, descriptions, config)
     report = lrf.fit(train)
     acc = {"lrf": pairwise_accuracy(lrf, test), "random": pairwise_accuracy(RandomReward(seed),
                                                                            test)}
     if use_embedding:  # the same head on the cheap features alone, side by side
-        plain = LocalRewardModel(bb, descriptions, TrainConfig(use_embedding=False))
+        plain = LocalRewardModel(bb, descriptions, TrainConfig(use_embedding=False, head=head))
         plain.fit(train)
         acc["features_lrf"] = pairwise_accuracy(plain, test)
     if finetune:  # MiniLM with LoRA adapters trained jointly with the heads on the train pairs
         tuned = LocalRewardModel(make_backbone("minilm"), descriptions,
-                                 TrainConfig(use_embedding=True))
+                                 TrainConfig(use_embedding=True, head=head))
         finetune_backbone(tuned, train, FinetuneConfig(mode="lora", seed=seed))
         acc["lora_lrf"] = pairwise_accuracy(tuned, test)
     acc["shorter"] = pairwise_accuracy(shorter_output_reward(), test)
@@ -216,7 +216,7 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
                             per_component=judge, live=judge_live, seed=seed)
     result = {"table": str(table_dir), "system": system, "questions": len(questions),
               "train_questions": n_train, "seed": seed, "backbone": backbone,
-              "use_embedding": use_embedding, "finetune": finetune,
+              "use_embedding": use_embedding, "finetune": finetune, "head": head,
               "components": rows, "mean": mean, **({"judge": judged} if judge else {}),
               "efficiency": {str(k): v for k, v in efficiency.items()},
               "train_pairs_per_s": report.pairs_per_s, "pairs_s": pairs_s,
