@@ -101,6 +101,40 @@ def test_killed_build_resumes_from_a_fresh_clone_with_no_repeated_call(tmp_path:
     assert again_calls == 0 and again.built_now == 0 and not again.shards_written
 
 
+def wider(space: CandidateSpace, **changes) -> CandidateSpace:
+    params = dict(space.params)
+    key = "answer_generator.prompt"
+    params[key] = (*params[key], {"instruction": "Tiny answer.", "demos": []})
+    return CandidateSpace(system=space.system, dataset=space.dataset, questions=space.questions,
+                          params=params, options=changes.get("options", space.options),
+                          samples=space.samples)
+
+
+def test_a_wider_space_copies_a_donor_table_s_answers_and_calls_only_the_new(
+        tmp_path: Path) -> None:
+    narrow = make_space(n_questions=2, samples=0)
+    _, narrow_calls = build(tmp_path / "narrow", narrow)
+    wide = wider(narrow)
+    straight, straight_calls = build(tmp_path / "straight", wide)
+    reused, reused_calls = build(tmp_path / "wide", wide, reuse=[tmp_path / "narrow"])
+    assert reused.done == 2 and reused.reused == narrow_calls > 0
+    assert reused_calls == straight_calls - narrow_calls  # only the new candidate's calls
+    # the copies live in the wide table itself: replay needs no donor
+    assert entries(tmp_path / "wide", wide) == entries(tmp_path / "straight", wide)
+    assert straight.reused == 0
+
+
+def test_a_donor_of_another_layout_is_refused_in_one_line(tmp_path: Path) -> None:
+    narrow = make_space(n_questions=1, samples=0)
+    build(tmp_path / "narrow", narrow)
+    other = wider(narrow, options={"ks": [3, 1], "layout": "inputs_first"})
+    other.save(tmp_path / "other")
+    with pytest.raises(ConfigError, match=r"--reuse .*narrow: its options .* differs"):
+        build_table(tmp_path / "other", reuse=[tmp_path / "narrow"])
+    assert not (tmp_path / "other" / "shards").exists() or not any(
+        (tmp_path / "other" / "shards").iterdir())
+
+
 def test_journal_of_a_killed_build_is_sealed_on_restart(tmp_path: Path) -> None:
     space = make_space(n_questions=1)
     space.save(tmp_path)

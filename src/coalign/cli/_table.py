@@ -32,6 +32,9 @@ def build_cmd(
     ray: str = RAY,
     workers: int = typer.Option(2, min=1, help="with --ray: actors (model replicas) per model, "
                                 "each expanding one question at a time"),
+    reuse: list[Path] = typer.Option([], help="a table built with chunk-aligned prefix reuse "
+                                     "(same system, model and options) whose identical "
+                                     "requests are copied in instead of called; repeatable"),
 ) -> None:
     """Extend the table; kill it at any moment and rerun: no LLM call is repeated."""
     from coalign.executors import ExecutorSpec, make_executor
@@ -55,13 +58,14 @@ def build_cmd(
         with make_executor(ExecutorSpec(ray=ray), workers) as executor:
             report = build_table(directory, level=level, part=(int(i), int(n)),
                                  minutes=minutes, limit=limit, seal_every=seal_every,
-                                 on_question=progress, executor=executor)
+                                 on_question=progress, executor=executor, reuse=reuse)
     except KeyboardInterrupt:
         typer.echo("stopped: the journal is sealed; rerun to go on", err=True)
         raise typer.Exit(130) from None
-    typer.echo(f"built {report.built_now} question(s) now, {report.llm_calls} LLM calls, "
-               f"{report.llm_s / 3600:.2f} LLM hours; {report.done}/{report.total} done; "
-               f"{len(report.shards_written)} new shard(s)")
+    reused = f", {report.reused} responses copied from --reuse tables" if reuse else ""
+    typer.echo(f"built {report.built_now} question(s) now, {report.llm_calls} LLM calls"
+               f"{reused}, {report.llm_s / 3600:.2f} LLM hours; {report.done}/{report.total} "
+               f"done; {len(report.shards_written)} new shard(s)")
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from coalign.lm._base import LM
 from coalign.runtime import Runtime, Sampling
 from coalign.systems import models_of
 from coalign.tables._replay import RecordingLM
-from coalign.tables._shards import LEVELS, Done, ShardSet
+from coalign.tables._shards import LEVELS, Done, Entry, ShardSet
 from coalign.tables._space import CandidateSpace
 from coalign.task import Task
 
@@ -69,6 +69,7 @@ class BuildReport:
     llm_s: float
     shards_written: list[Path]
     stopped_early: bool
+    reused: int = 0  # responses copied from donor tables (``reuse``) instead of called
 
 
 def expand(task: Task, space: CandidateSpace, example: Example, runtime: Runtime,
@@ -106,7 +107,8 @@ def build_table(directory: Path, *, level: str = "samples", minutes: float | Non
                 part: tuple[int, int] = (0, 1),
                 lm_factory: Callable[[str], LM] = live_lm,
                 on_question: Callable[[Done, int, int], None] | None = None,
-                executor: BaseExecutor | None = None) -> BuildReport:
+                executor: BaseExecutor | None = None,
+                reuse: Sequence[Path] = ()) -> BuildReport:
     """Extend the table in ``directory`` question by question to ``level`` (``greedy``: every
     config's outputs; ``samples``: also the temperature samples) until done, ``limit`` new
     questions, or ``minutes`` (checked before each question; a question is never left
@@ -116,6 +118,9 @@ def build_table(directory: Path, *, level: str = "samples", minutes: float | Non
     builds only the pool's questions i, i + n, ...: n processes share a build (each model
     replica with its own journal; questions share no LLM call). ``executor`` supplies the model
     replicas (``lm_factory`` runs on them): one in this process by default, one per actor on Ray.
+    ``reuse``: donor table directories (``donor_entries``) whose identical requests are copied
+    in rather than called: a wider space rebuilt beside a narrower one pays only for its new
+    calls.
     """
     if not 0 <= part[0] < part[1]:
         raise ConfigError(f"build part {part[0]}/{part[1]}: expected 0 <= i < n")
@@ -124,14 +129,15 @@ def build_table(directory: Path, *, level: str = "samples", minutes: float | Non
     space = CandidateSpace.load(directory)
     task = space.task()
     examples = pool_examples(space)[part[0]::part[1]]
+    donors = donor_entries(space, reuse)
     shards = ShardSet(directory, space.system, space.digest, writer=True)
     written = list(shards.shard_files)
     models = models_of(task)
     replicas = {m: (executor or SerialExecutor()).replicas(m, lm_factory) for m in models}
     builders = _Builders(
-        [{m: RecordingLM(shards, replicas[m][i], m) for m in models}
+        [{m: RecordingLM(shards, replicas[m][i], m, donors) for m in models}
          for i in range(min(len(r) for r in replicas.values()))],
-        lambda: {m: RecordingLM(shards, lm_factory(m), m) for m in models})
+        lambda: {m: RecordingLM(shards, lm_factory(m), m, donors) for m in models})
     todo = [e for e in examples if not shards.is_done(e.id, level)]
     stopped = limit is not None and len(todo) > limit
     todo = todo[:limit]
@@ -165,7 +171,26 @@ def build_table(directory: Path, *, level: str = "samples", minutes: float | Non
         builders.close()
     new = [p for p in shards.shard_files if p not in written]
     n_done = sum(shards.is_done(e.id, level) for e in examples)
-    return BuildReport(n_done, len(examples), built, calls, llm_s, new, stopped)
+    return BuildReport(n_done, len(examples), built, calls, llm_s, new, stopped,
+                       builders.reused())
+
+
+def donor_entries(space: CandidateSpace, reuse: Sequence[Path]) -> list[Mapping[str, Entry]]:
+    """The responses of each donor table, refused in one line unless it runs the same system on
+    the same model with the same options (the prompt layout among them). Only tables built
+    with chunk-aligned prefix reuse should donate: an older table's few outputs that differ
+    from a live call would carry over."""
+    out = []
+    for path in reuse:
+        donor = CandidateSpace.load(Path(path))
+        for what, mine, theirs in (("system", space.system, donor.system),
+                                   ("model", space.model, donor.model),
+                                   ("options", dict(space.options), dict(donor.options))):
+            if mine != theirs:
+                raise ConfigError(f"--reuse {path}: its {what} {theirs!r} differs from this "
+                                  f"table's {mine!r}")
+        out.append(ShardSet(Path(path), donor.system, donor.digest).entries)
+    return out
 
 
 def _question(task: Task, space: CandidateSpace, example: Example,
@@ -214,6 +239,9 @@ class _Builders:
                 raise
             self._free.put(recorders)
             return done
+
+    def reused(self) -> int:
+        return sum(rec.reused for recorders in self._all for rec in recorders.values())
 
     def close(self) -> None:
         for recorders in self._all:

@@ -8,6 +8,8 @@ latency: cost and equivalent-run accounting read the same on replay as live.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 
 from coalign.lm._base import LM, LMError, LMRequest, LMResponse
@@ -74,17 +76,24 @@ class ReplayLM:
 
 
 class RecordingLM:
-    """Answers from the table, else calls ``inner`` and appends the response (table builds).
+    """Answers from the table, else from a donor table (copying the entry in), else calls
+    ``inner`` and appends the response (table builds).
 
-    ``component`` and ``question`` label new entries (for status and debugging only).
+    ``donors``: entries of other tables of the same model and prompt layout; an identical
+    request there has the answer a live call gives, provided that table was built with
+    chunk-aligned prefix reuse. ``component`` and ``question`` label new entries (for status
+    and debugging only).
     """
 
-    def __init__(self, shards: ShardSet, inner: LM, model: str) -> None:
+    def __init__(self, shards: ShardSet, inner: LM, model: str,
+                 donors: Sequence[Mapping[str, Entry]] = ()) -> None:
         self.shards = shards
         self.inner = inner
         self.model = model
+        self.donors = tuple(donors)
         self._backend = backend_name(model)
         self.calls = 0
+        self.reused = 0
         self.llm_s = 0.0
         self.component = ""
         self.question = ""
@@ -98,6 +107,13 @@ class RecordingLM:
         entry = self.shards.entries.get(key)
         if entry is not None:
             return _response(entry)
+        for donor in self.donors:
+            entry = donor.get(key)
+            if entry is not None:  # the donor's cost record travels with it
+                self.shards.append(key, replace(entry, component=self.component,
+                                                question=self.question))
+                self.reused += 1
+                return _response(entry)
         response = self.inner.generate(request)
         self.calls += 1
         self.llm_s += response.latency_s
