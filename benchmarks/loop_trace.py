@@ -1,0 +1,95 @@
+"""Where coalign's loop spends its budget on a replay table: stage 1, then every step.
+
+Per seed, the loop runs on the table exactly as ``replay_compare.py``'s coalign arm does (same
+split sizes, ``rollout_n: 0``) and this prints the equivalent full-system runs spent once stage
+1 (baseline runs and rollouts for the preference pairs) is paid for, then each step: its
+component, the runs spent after it, validation before and after, and its outcome. No LLM call.
+
+    python benchmarks/loop_trace.py benchmarks/tables/code_gen_chunked --seeds 3 \
+        --limit 600 --json benchmarks/results/replay/trace-code_gen_chunked.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from coalign.job import Job, parse_run_config
+from coalign.tables import CandidateSpace
+from coalign.tables._compare import split_sizes
+
+
+class _Spent(Exception):
+    pass
+
+
+def trace(table: Path, space: CandidateSpace, seed: int, sizes: tuple[int, int, int],
+          limit: float, iterations: int) -> dict:
+    raw = {"system": space.system, "data": space.dataset, "lm": f"replay:{table}", "seed": seed,
+           "split": {"train": sizes[0], "val": sizes[1], "test": sizes[2], "seed": seed},
+           "budget": {"iterations": iterations, "rollout_n": 0}}
+    cfg = parse_run_config(raw, "loop trace")
+    steps: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="coalign-trace-") as tmp:
+        job = Job.open(cfg, Path(tmp) / "run")
+        try:
+            opt = job.optimizer
+            opt.prepare()
+            stage1 = opt.account.equivalent_runs()
+
+            def on_step(rec) -> None:
+                spent = opt.account.equivalent_runs()
+                steps.append({"component": rec.component, "spent": spent,
+                              "val_before": rec.val_before, "val_after": rec.val_after,
+                              "state": rec.state.name.lower()})
+                if spent >= limit:
+                    raise _Spent
+
+            try:
+                opt.run(on_step=on_step)
+            except _Spent:
+                pass
+        finally:
+            job.store.close()
+    return {"seed": seed, "stage1_runs": stage1, "steps": steps}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("table", type=Path)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5])
+    ap.add_argument("--limit", type=float, default=600, help="stop after this many runs")
+    ap.add_argument("--iterations", type=int, default=200)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    space = CandidateSpace.load(args.table)
+    sizes = split_sizes(len(space.questions), args.split)
+    seeds = [trace(args.table, space, s, sizes, args.limit, args.iterations)
+             for s in range(args.seeds)]
+    for t in seeds:
+        print(f"seed {t['seed']}: stage 1 paid at {t['stage1_runs']:.0f} runs")
+        for i, st in enumerate(t["steps"], 1):
+            if st["val_after"] is None:
+                continue  # a step that validated nothing (no change, skipped)
+            print(f"  step {i:>3} {st['component']:<18} at {st['spent']:>6.0f} runs: val "
+                  f"{st['val_before']:.3f} -> {st['val_after']:.3f} {st['state']}")
+    first = [next((st["spent"] for st in t["steps"] if st["state"] == "accepted"), None)
+             for t in seeds]
+    print("stage 1 runs: " + ", ".join(f"{t['stage1_runs']:.0f}" for t in seeds)
+          + "; first acceptance at: " + ", ".join("-" if f is None else f"{f:.0f}"
+                                                  for f in first))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            "table": str(args.table), "split": list(sizes), "limit": args.limit,
+            "seeds": seeds, "first_acceptance": first,
+            "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                                     text=True).stdout.strip()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
