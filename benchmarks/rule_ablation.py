@@ -111,12 +111,14 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "embedding-lrf": [],
     "bootstrap-gate": [],
     "early-reject": [],
+    "stage1-8": [],
 }
 # variants that are a run-config setting rather than a patch
 SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": False},
                                        "embedding-lrf": {"reward_embedding": True},
                                        "bootstrap-gate": {"gate": "bootstrap"},
-                                       "early-reject": {"early_reject": 0.9}}
+                                       "early-reject": {"early_reject": 0.9},
+                                       "stage1-8": {"budget": {"stage1_inputs": 8}}}
 
 
 def _with_patches(method: Method, patches: Sequence[tuple[Any, str, Any]],

@@ -74,3 +74,25 @@ def test_downstream_completions_reach_every_rollout_pair(tmp_path):
     opt.prepare()
     pairs = opt.store.pairs("chooser")
     assert pairs and {p.m for p in pairs} == {2}
+
+
+def test_stage1_inputs_caps_the_train_inputs_stage_1_rolls_out(tmp_path):
+    """``budget.stage1_inputs``: stage 1's pairs come from the first N train inputs only, so the
+    loop reaches its first validation after fewer runs."""
+    import pytest
+
+    from coalign.errors import ConfigError
+    from coalign.job import parse_run_config
+    from tests.selector_toy import selector_loop
+
+    assert parse_run_config({"budget": {"stage1_inputs": 3}}).budget.stage1_inputs == 3
+    with pytest.raises(ConfigError, match="stage1_inputs"):
+        parse_run_config({"budget": {"stage1_inputs": 0}})
+    full = selector_loop(tmp_path / "all")
+    full.prepare()
+    capped = selector_loop(tmp_path / "three", stage1_inputs=3)
+    capped.prepare()
+    rolled = {p.example_id for p in capped.store.pairs("chooser")}
+    assert rolled and rolled <= {e.id for e in capped.train[:3]}
+    assert {p.example_id for p in full.store.pairs("chooser")} - rolled  # the others too
+    assert capped.account.equivalent_runs() < full.account.equivalent_runs()

@@ -36,6 +36,10 @@ class BudgetSpec(BaseModel):
     # text demos drawn from the outputs that won stored rollout pairs as well as from the
     # search sample's outputs (loop rule 12); false: the search sample's only
     rollout_demos: bool = True
+    # train inputs whose rollouts give stage 1's preference pairs (the first N of the train
+    # split); None: all. Stage 1 is paid before the first validation: fewer inputs let the
+    # loop act within a small budget, at the price of fewer pairs for the local rewards
+    stage1_inputs: int | None = Field(None, ge=1)
 
     @field_validator("rollout_n", "policy_samples")
     @classmethod

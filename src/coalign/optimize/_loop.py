@@ -224,7 +224,8 @@ class Optimizer:
         return self._ckpt
 
     def _stage1(self, progress: Progress | None = None) -> None:
-        pairs = self._collect(self.train, "lrf_train", progress)
+        inputs = self.train[: self.s.stage1_inputs] if self.s.stage1_inputs else self.train
+        pairs = self._collect(inputs, "lrf_train", progress)
         alignment = cross_validated_alignment(self.reward, pairs)
         if alignment:
             self.store.set_meta("lrf_alignment", alignment)
