@@ -17,6 +17,8 @@ import json
 import time
 from pathlib import Path
 
+from table_space import LABELLED, labelled_demos
+
 from coalign.params import TextValue
 from coalign.runner import build_runtime, load_dataset
 from coalign.systems import multihop_qa
@@ -40,10 +42,7 @@ def main() -> None:
     runtime, _ = build_runtime(["qwen2.5-0.5b"], args.cache, max_workers=1)
     system, base = task.system, task.system.default_config()
     space = json.loads(BASE.read_text())["params"]
-    labelled = [{"question": e.inputs["question"],
-                 "info": system.run(e.id, e.inputs, base, runtime)
-                 .step("info_extractor").outputs["info"],
-                 "answer": str(e.target)} for e in outside[:4]]
+    labelled = labelled_demos(task, outside[:LABELLED], runtime)
     start_answer = space["answer_generator.prompt"][0]
     answers = {
         "start": start_answer,

@@ -14,46 +14,21 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import tempfile
 from pathlib import Path
 
-from coalign.job import Job, parse_run_config
 from coalign.tables import CandidateSpace
 from coalign.tables._compare import split_sizes
+from coalign.tables._loop_arm import LoopMethod, coalign_method
 
 
-class _Spent(Exception):
-    pass
-
-
-def trace(table: Path, space: CandidateSpace, seed: int, sizes: tuple[int, int, int],
-          limit: float, iterations: int) -> dict:
-    raw = {"system": space.system, "data": space.dataset, "lm": f"replay:{table}", "seed": seed,
-           "split": {"train": sizes[0], "val": sizes[1], "test": sizes[2], "seed": seed},
-           "budget": {"iterations": iterations, "rollout_n": 0}}
-    cfg = parse_run_config(raw, "loop trace")
+def trace(method: LoopMethod, seed: int, sizes: tuple[int, int, int], limit: float) -> dict:
     steps: list[dict] = []
-    with tempfile.TemporaryDirectory(prefix="coalign-trace-") as tmp:
-        job = Job.open(cfg, Path(tmp) / "run")
-        try:
-            opt = job.optimizer
-            opt.prepare()
-            stage1 = opt.account.equivalent_runs()
 
-            def on_step(rec) -> None:
-                spent = opt.account.equivalent_runs()
-                steps.append({"component": rec.component, "spent": spent,
-                              "val_before": rec.val_before, "val_after": rec.val_after,
-                              "state": rec.state.name.lower()})
-                if spent >= limit:
-                    raise _Spent
+    def on_step(job, rec, spent: float) -> None:
+        steps.append({"component": rec.component, "spent": spent, "val_before": rec.val_before,
+                      "val_after": rec.val_after, "state": rec.state.name.lower()})
 
-            try:
-                opt.run(on_step=on_step)
-            except _Spent:
-                pass
-        finally:
-            job.store.close()
+    stage1 = method.drive(sizes, seed, limit, on_step)
     return {"seed": seed, "stage1_runs": stage1, "steps": steps}
 
 
@@ -68,8 +43,8 @@ def main() -> None:
     args = ap.parse_args()
     space = CandidateSpace.load(args.table)
     sizes = split_sizes(len(space.questions), args.split)
-    seeds = [trace(args.table, space, s, sizes, args.limit, args.iterations)
-             for s in range(args.seeds)]
+    method = coalign_method(args.table, space.questions, max_iterations=args.iterations)
+    seeds = [trace(method, s, sizes, args.limit) for s in range(args.seeds)]
     for t in seeds:
         print(f"seed {t['seed']}: stage 1 paid at {t['stage1_runs']:.0f} runs")
         for i, st in enumerate(t["steps"], 1):

@@ -141,6 +141,16 @@ def multihop_space(pool: int, cache: Path) -> CandidateSpace:
                           samples=Samples(2, 1.0), notes=notes)
 
 
+def labelled_demos(task, examples, runtime) -> list[dict[str, str]]:
+    """Answer-step demos: each question with the starting extractor's facts and its gold
+    answer (DSPy's LabeledFewShot over the starting system)."""
+    config = task.system.default_config()
+    return [{"question": e.inputs["question"],
+             "info": task.system.run(e.id, e.inputs, config, runtime)
+             .step("info_extractor").outputs["info"],
+             "answer": str(e.target)} for e in examples]
+
+
 def multihop_wide_space(pool: int, cache: Path,
                         base: Path = Path("benchmarks/tables/multihop_qa")) -> CandidateSpace:
     """The HotpotQA space plus labelled demos for the answer step (DSPy's LabeledFewShot).
@@ -157,12 +167,7 @@ def multihop_wide_space(pool: int, cache: Path,
     examples = load_dataset("hotpotqa")
     task = old.task(finite=False)
     runtime, _ = build_runtime(["qwen2.5-0.5b"], cache, max_workers=1)
-    config = task.system.default_config()
-    shown = examples[-48:][:LABELLED]
-    demos = [{"question": e.inputs["question"],
-              "info": task.system.run(e.id, e.inputs, config, runtime)
-              .step("info_extractor").outputs["info"],
-              "answer": str(e.target)} for e in shown]
+    demos = labelled_demos(task, examples[-48:][:LABELLED], runtime)
     start = task.system.component("answer_generator").params["prompt"].default
     params = dict(old.params)
     key = "answer_generator.prompt"

@@ -11,7 +11,7 @@ spent the largest budget, so one run gives every smaller budget's answer.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,45 +57,65 @@ class LoopMethod:
     policy_samples: int | None = None  # for params trained as a policy (see coalign_method)
 
     def __call__(self, lookup: Lookup, split: Split, limit: float, seed: int) -> Trajectory:
-        from coalign.job import Job, parse_run_config
+        trajectory = Trajectory("coalign")
 
-        space = self.space
-        extra = dict(self.settings)
+        def on_step(job: Any, rec: Any, spent: float) -> None:
+            _count(trajectory.stats, rec, spent)
+            if rec.accepted:
+                trajectory.trials.append((spent, _system_index(job, lookup, split, self.space),
+                                          float(rec.val_after)))
+
+        sizes = (len(split.train), len(split.val), len(split.test))
+        stage1 = self.drive(sizes, seed, limit, on_step,
+                            before=lambda job: _check_split(job, split, self.questions))
+        # the start config is known once stage 1 is paid for: the trajectory's first trial
+        trajectory.trials.insert(0, (stage1, 0, float("-inf")))
+        return trajectory
+
+    def run_config(self, sizes: Sequence[int], seed: int) -> Any:
+        """The run config of one seed: this table on replay, split sizes ``sizes``."""
+        from coalign.job import parse_run_config
+
+        space, extra = self.space, dict(self.settings)
         raw = {"system": space.system, "data": space.dataset, "lm": f"replay:{self.table}",
                "seed": seed, **extra,
-               "split": {"train": len(split.train), "val": len(split.val),
-                         "test": len(split.test), "seed": seed},
+               "split": {"train": sizes[0], "val": sizes[1], "test": sizes[2], "seed": seed},
                "budget": {"iterations": self.max_iterations, "rollout_n": 0,
                           **({"policy_samples": self.policy_samples}
                              if self.policy_samples else {}),
                           **extra.get("budget", {})}}
-        cfg = parse_run_config(raw, "replay comparison")
-        trajectory = Trajectory("coalign")
+        return parse_run_config(raw, "replay comparison")
+
+    def drive(self, sizes: Sequence[int], seed: int, limit: float,
+              on_step: Callable[[Any, Any, float], None],
+              before: Callable[[Any], None] | None = None) -> float:
+        """Run the loop in a temporary run dir until it has spent ``limit`` equivalent runs (or
+        settles); ``before(job)`` runs ahead of stage 1, ``on_step(job, record, spent)`` after
+        every step. Returns what stage 1 cost."""
+        from coalign.job import Job
+
         with tempfile.TemporaryDirectory(prefix="coalign-replay-") as tmp:
-            job = Job.open(cfg, Path(tmp) / "run")
+            job = Job.open(self.run_config(sizes, seed), Path(tmp) / "run")
             try:
-                _check_split(job, split, self.questions)
+                if before is not None:
+                    before(job)
                 opt = job.optimizer
                 opt.prepare()
-                trajectory.trials.append((opt.account.equivalent_runs(), 0, float("-inf")))
+                stage1 = opt.account.equivalent_runs()
 
-                def on_step(rec: Any) -> None:
+                def step(rec: Any) -> None:
                     spent = opt.account.equivalent_runs()
-                    _count(trajectory.stats, rec, spent)
-                    if rec.accepted:
-                        trajectory.trials.append((spent, _system_index(job, lookup, split,
-                                                                       space),
-                                                  float(rec.val_after)))
+                    on_step(job, rec, spent)
                     if spent >= limit:
                         raise _Spent
 
                 try:
-                    opt.run(on_step=on_step)
+                    opt.run(on_step=step)
                 except _Spent:
                     pass
             finally:
                 job.store.close()
-        return trajectory
+        return stage1
 
 
 def _system_index(job: Any, lookup: Lookup, split: Split, space: CandidateSpace) -> int:
