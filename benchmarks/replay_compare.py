@@ -123,8 +123,9 @@ def main() -> None:
         result = compare(lookup, sizes=sizes, seeds=seeds, budgets=args.budgets,
                          methods=methods, workers=args.workers)
         metric = table.space.task().metric_name
-        name = table.space.system
-        print(f"\n{name}: {len(rewards.questions)} questions, {lookup.n_configs} configs, "
+        # keyed by directory: two tables of one system (a rebuild, a wider space) both keep theirs
+        name = Path(directory).name
+        print(f"\n{name} ({table.space.system}): {len(rewards.questions)} questions, {lookup.n_configs} configs, "
               f"split {sizes}, {len(seeds)} seeds (replay {replay_s:.0f} s); exhaustive search "
               f"costs {result.exhaustive_cost:.0f} runs")
         competitors = list(methods)

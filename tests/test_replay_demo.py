@@ -14,7 +14,7 @@ def test_every_method_is_shown_for_a_finished_table_and_its_curve_written(tmp_pa
     console = Console(record=True, width=160)
     written = show_replay_comparison(console, tmp_path / "replay", [FIXTURE], seeds=(0,),
                                      budgets=(60.0,))
-    assert written == [tmp_path / "replay" / "anytime-multihop_qa.svg"]
+    assert written == [tmp_path / "replay" / "anytime-multihop_qa_8q.svg"]
     assert written[0].read_text().startswith("<svg")
     shown = " ".join(console.export_text().split())  # titles wrap
     for method in ("coalign", "random search", "optuna tpe", "reinforce (global reward)",

@@ -56,7 +56,7 @@ def show_replay_comparison(console: Console, out_dir: Path,
         result = compare(lookup, sizes=sizes, seeds=list(seeds), budgets=budgets,
                          methods=methods, workers=2)
         metric = table.space.task().metric_name
-        name = table.space.system
+        name = Path(directory).name  # two tables of one system keep a curve each
         out_dir.mkdir(parents=True, exist_ok=True)
         curve = out_dir / f"anytime-{name}.svg"
         curve.write_text(anytime_svg(result, metric=metric,
