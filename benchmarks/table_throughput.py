@@ -4,14 +4,16 @@ On the same questions and the same candidate space, each method produces the gre
 every config (full-system runs = configs x questions) from an empty cache:
 
 - ``evaluate``: today's way, ``evaluate`` of every config in turn with one shared response cache
-  (repeated calls are free), prompts laid out instruction first, every call from an empty KV
-  cache, one process with 2 llama.cpp threads;
+  (repeated calls are free), prompts laid out instruction first (the systems' default), the
+  KV-cache prefix reuse every live call has, one process with 2 llama.cpp threads;
 - ``build, instruction first``: the table builder (prefix tree, prefix reuse) on the same layout;
 - ``build``: the builder on the table's layout (inputs first: a node's candidates share its
   inputs as a prompt prefix), one process with 2 threads;
 - ``build, 2 x 1 thread``: the same split over two processes of one thread each.
 
-Run it on an otherwise idle machine (pause a background build with kill -STOP, then -CONT).
+``--rows`` (of ``instruction-first``, ``build``, ``two-processes``; default all) runs only the
+builder rows named; the evaluate row, the baseline, always runs. Run it on an otherwise idle
+machine (stop a background build with SIGTERM, which seals its journal, and restart it after).
 
     python benchmarks/table_throughput.py benchmarks/tables/multihop_qa --questions 2 \
         --json benchmarks/results/replay/throughput-multihop_qa.json
@@ -34,6 +36,11 @@ from coalign.config import SystemConfig
 from coalign.runner import build_runtime, evaluate
 from coalign.systems import models_of
 from coalign.tables import CandidateSpace, Table, pool_examples
+
+
+# --rows key -> the row's name in the printed table and the JSON
+BUILD_ROWS = {"instruction-first": "build, instruction first", "build": "build",
+              "two-processes": "build, 2 x 1 thread"}
 
 
 def subset(space: CandidateSpace, questions: tuple[str, ...], **options) -> CandidateSpace:
@@ -78,6 +85,8 @@ def main() -> None:
     parser.add_argument("table", type=Path)
     parser.add_argument("--questions", type=int, default=2)
     parser.add_argument("--offset", type=int, default=150, help="first pool question used")
+    parser.add_argument("--rows", nargs="+", default=list(BUILD_ROWS), choices=BUILD_ROWS,
+                        help="builder rows run after the evaluate row (default: all)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     space = CandidateSpace.load(args.table)
@@ -85,10 +94,11 @@ def main() -> None:
     today = subset(space, questions, layout="instruction_first")
     table = subset(space, questions)
     os.environ["COALIGN_LM_THREADS"] = "2"
-    rows = {"evaluate": run_evaluate(today),
-            "build, instruction first": run_build(today, 1, 2),
-            "build": run_build(table, 1, 2),
-            "build, 2 x 1 thread": run_build(table, 2, 1)}
+    methods = {"evaluate": lambda: run_evaluate(today),
+               "build, instruction first": lambda: run_build(today, 1, 2),
+               "build": lambda: run_build(table, 1, 2),
+               "build, 2 x 1 thread": lambda: run_build(table, 2, 1)}
+    rows = {name: methods[name]() for name in ["evaluate", *(BUILD_ROWS[k] for k in args.rows)]}
     base = rows["evaluate"]["runs"] / rows["evaluate"]["wall_s"]
     print(f"{len(questions)} questions x {space.n_configs()} configs, greedy outputs of every "
           "config, from an empty cache")
