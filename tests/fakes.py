@@ -11,9 +11,11 @@ from coalign.lm._base import LMRequest, LMResponse
 class FakeLM:
     """An LM whose answer is ``handler(request)``; counts calls."""
 
-    def __init__(self, handler: Callable[[LMRequest], str], name: str = "fake") -> None:
+    def __init__(self, handler: Callable[[LMRequest], str], name: str = "fake",
+                 latency_s: float = 0.0) -> None:
         self._handler = handler
         self._name = name
+        self._latency_s = latency_s
         self._lock = threading.Lock()
         self.calls = 0
 
@@ -26,7 +28,8 @@ class FakeLM:
             self.calls += 1
         text = self._handler(request)
         prompt = sum(len(m.content.split()) for m in request.messages)
-        return LMResponse(text, prompt, len(text.split()), self._name)
+        return LMResponse(text, prompt, len(text.split()), self._name,
+                          latency_s=self._latency_s)
 
     def close(self) -> None:
         return None

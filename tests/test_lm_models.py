@@ -99,7 +99,7 @@ def test_plain_paths(tmp_path):
     (tmp_path / "x.bin").write_bytes(b"PK\x03\x04")
     with pytest.raises(LMError, match="not a GGUF file"):
         resolver.resolve(str(tmp_path / "x.bin"))
-    with pytest.raises(LMError, match="smollm2-135m, qwen2.5-0.5b or a path"):
+    with pytest.raises(LMError, match="smollm2-135m, qwen2.5-0.5b, qwen2.5-1.5b or a path"):
         resolver.resolve("no-such-model")
 
 
@@ -119,5 +119,8 @@ def test_installed_packages_hold_every_part():
     qwen = next(s for s in BUNDLED if s.name == "qwen2.5-0.5b")
     total = sum(locate_in_distribution(d, r).stat().st_size for d, r in qwen.parts)
     assert 480e6 < total < 500e6  # 491 MB per DESIGN
+    big = next(s for s in BUNDLED if s.name == "qwen2.5-1.5b")
+    assert len(big.parts) == 22
+    assert sum(locate_in_distribution(d, r).stat().st_size for d, r in big.parts) == 1117320768
     with pytest.raises(FileNotFoundError):
         locate_in_distribution("no-such-distribution-xyz", "a/b")

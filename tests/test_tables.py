@@ -124,6 +124,27 @@ def test_a_wider_space_copies_a_donor_table_s_answers_and_calls_only_the_new(
     assert straight.reused == 0
 
 
+def with_models(space: CandidateSpace, models: list[str]) -> CandidateSpace:
+    params = {**space.params, "answer_generator.model": tuple(models)}
+    return CandidateSpace(system=space.system, dataset=space.dataset, questions=space.questions,
+                          params=params, model=models[0],
+                          options={**space.options, "models": models}, samples=space.samples)
+
+
+def test_a_one_model_table_donates_to_a_model_choice_table(tmp_path: Path) -> None:
+    narrow = make_space(n_questions=2, samples=0)
+    _, narrow_calls = build(tmp_path / "narrow", narrow)
+    both = with_models(narrow, ["qwen2.5-0.5b", "smollm2-135m"])
+    assert both.models == ("qwen2.5-0.5b", "smollm2-135m") and narrow.models == ("qwen2.5-0.5b",)
+    straight, straight_calls = build(tmp_path / "straight", both)
+    reused, reused_calls = build(tmp_path / "both", both, reuse=[tmp_path / "narrow"])
+    assert reused.reused == narrow_calls and reused_calls == straight_calls - narrow_calls > 0
+    assert entries(tmp_path / "both", both) == entries(tmp_path / "straight", both)
+    # the other way round: the donor runs a model the one-model table does not
+    with pytest.raises(ConfigError, match=r"--reuse .*both: it runs model\(s\) \['smollm2-135m'\]"):
+        build(tmp_path / "narrow2", narrow, reuse=[tmp_path / "both"])
+
+
 def test_a_donor_of_another_layout_is_refused_in_one_line(tmp_path: Path) -> None:
     narrow = make_space(n_questions=1, samples=0)
     build(tmp_path / "narrow", narrow)

@@ -16,12 +16,13 @@ import math
 import numbers
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from coalign.data import Example, get_metric
 from coalign.errors import ConfigError
 from coalign.system import System
-from coalign.systems import SYSTEMS
+from coalign.systems import MODEL_CHOICE, SYSTEMS
 from coalign.task import Metric, Task
 
 __all__ = ["check_metric", "is_import_path", "load_metric", "load_task", "resolve"]
@@ -76,15 +77,21 @@ def load_metric(spec: str) -> tuple[Metric, str]:
     return metric, spec.rpartition(":")[2].rpartition(".")[2]
 
 
-def load_task(system: str, model: str, metric: str | None = None) -> Task:
+def load_task(system: str, model: str, metric: str | None = None,
+              models: Sequence[str] | None = None) -> Task:
     """The task of a built-in system name (``coalign.systems.SYSTEMS``) or of a factory
     ``module:function`` called with ``model``; ``metric`` replaces the task's own metric. A
-    factory may return a bare ``System`` when ``metric`` is given."""
+    factory may return a bare ``System`` when ``metric`` is given. ``models``: each LLM
+    component of a built-in system chooses among these (``coalign.systems.MODEL_CHOICE``)."""
+    if models and system not in MODEL_CHOICE:
+        raise ConfigError(f"field 'models': system {system!r} has no model choice; systems "
+                          f"with one: {sorted(MODEL_CHOICE)} (a factory of yours declares "
+                          "its own Choice params)")
     if not is_import_path(system):
         if system not in SYSTEMS:
             raise ConfigError(f"unknown system {system!r}; available: {sorted(SYSTEMS)}, or "
                               "an import path module:factory")
-        made: Any = SYSTEMS[system](model)
+        made: Any = SYSTEMS[system](model, **({"models": tuple(models)} if models else {}))
     else:
         factory = resolve(system, "system")
         _check_signature(factory, 1, "system", system, SYSTEM_SHAPE)

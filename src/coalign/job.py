@@ -105,6 +105,9 @@ class RunConfig(_Strict):
     system: str = "multihop_qa"  # a name in coalign.systems.SYSTEMS or module:factory
     metric: str | None = None  # f1 | em | accuracy | module:function; default: the system's
     model: str = "qwen2.5-0.5b"
+    # each LLM component of a built-in system chooses its model among these (starting at
+    # `model`); e.g. [qwen2.5-0.5b, qwen2.5-1.5b]
+    models: list[str] | None = Field(None, min_length=2)
     data: DataField = "world"
     split: SplitSpec = SplitSpec()
     budget: BudgetSpec = BudgetSpec()
@@ -230,7 +233,7 @@ class Job:
         """Build (or reopen) the job in ``run_dir``; a different config there is refused.
         The system, metric and data are resolved and checked before the run dir is touched."""
         task, pool = _replay_task(cfg) if cfg.lm is not None else (
-            load_task(cfg.system, cfg.model, cfg.metric), None)
+            load_task(cfg.system, cfg.model, cfg.metric, cfg.models), None)
         for field, apply in (("start", task.system.set_defaults),
                              ("per_instance", task.system.set_per_instance)):
             try:
@@ -314,6 +317,9 @@ def _replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
     if cfg.metric is not None:
         raise ConfigError("run config: 'metric' is not used on replay (the table's rewards "
                           "are its system's metric); remove it")
+    if cfg.models is not None:
+        raise ConfigError("run config: 'models' is not used on replay (the table's space "
+                          "decides which models each component chooses among); remove it")
     if cfg.proposer is not None:
         raise ConfigError("run config: 'proposer' is not used on replay (text params choose "
                           "among the table's candidates); remove it")

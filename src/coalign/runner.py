@@ -132,8 +132,14 @@ class EvalResult:
         """Per-example reward, in example order (unscored counts as 0)."""
         return [t.reward or 0.0 for t in self.traces]
 
+    @property
+    def cost_per_query_s(self) -> float:
+        """Mean model seconds per example of the configuration (``Trace.cost_s``)."""
+        return sum(t.cost_s() for t in self.traces) / len(self.traces) if self.traces else 0.0
+
     def summary(self) -> dict[str, Any]:
         return {"examples": len(self.traces), "mean_reward": self.mean_reward,
+                "cost_per_query_s": round(self.cost_per_query_s, 3),
                 "llm_calls": self.usage.calls, "cache_hits": self.usage.cache_hits,
                 "prompt_tokens": self.usage.prompt_tokens,
                 "completion_tokens": self.usage.completion_tokens,

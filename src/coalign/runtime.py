@@ -114,6 +114,7 @@ class RunContext:
                 raise
             # e.g. a replay miss: say which component and question asked
             raise type(exc)(f"{self.component} on {self.example_id!r}: {exc}") from None
+        self.usage.model_s += response.latency_s
         if response.cached:
             self.usage.cache_hits += 1
         else:

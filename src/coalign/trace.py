@@ -12,31 +12,40 @@ from coalign.pairs import canonical_json
 
 @dataclass(slots=True)
 class Usage:
-    """LLM usage of one step (or a sum of steps)."""
+    """LLM usage of one step (or a sum of steps).
+
+    ``model_s``: the seconds the model took for these calls when they were computed, cache hits
+    and replayed calls included (they carry the original call's seconds): what serving the
+    configuration costs, whatever this run happened to have cached. Which model ran is in it.
+    """
 
     calls: int = 0
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    model_s: float = 0.0
 
     def add(self, other: Usage) -> None:
         self.calls += other.calls
         self.cache_hits += other.cache_hits
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.model_s += other.model_s
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def to_json(self) -> dict[str, int]:
+    def to_json(self) -> dict[str, int | float]:
         return {"calls": self.calls, "cache_hits": self.cache_hits,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "model_s": round(self.model_s, 4)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, int]) -> Usage:
-        return cls(**{k: int(data.get(k, 0)) for k in ("calls", "cache_hits", "prompt_tokens",
-                                                        "completion_tokens")})
+    def from_json(cls, data: Mapping[str, int | float]) -> Usage:
+        counts = {k: int(data.get(k, 0)) for k in ("calls", "cache_hits", "prompt_tokens",
+                                                    "completion_tokens")}
+        return cls(**counts, model_s=float(data.get("model_s", 0.0)))
 
 
 @dataclass(slots=True)
@@ -96,6 +105,11 @@ class Trace:
             if (component is None or s.component == component) and (include_reused or not s.reused):
                 total.add(s.usage)
         return total
+
+    def cost_s(self) -> float:
+        """Model seconds of the whole run, reused prefix steps included: the per-query cost of
+        its configuration (``Usage.model_s``)."""
+        return self.usage(include_reused=True).model_s
 
     def outputs_equal(self, other: Trace) -> bool:
         """Same executed steps with the same outputs and the same final state."""

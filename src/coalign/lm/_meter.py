@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, fields
 
 from coalign.errors import ConfigError
 from coalign.lm._base import LM, LMRequest, LMResponse
+from coalign.lm._models import bundled_names
 
-_LOCAL_MODELS = ("smollm2-135m", "qwen2.5-0.5b")
+_LOCAL_MODELS = tuple(bundled_names())
 
 
 @dataclass(frozen=True, slots=True)

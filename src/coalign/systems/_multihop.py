@@ -9,6 +9,7 @@ from coalign.data import get_metric
 from coalign.errors import ConfigError
 from coalign.params import Choice
 from coalign.system import System
+from coalign.systems._model_choice import model_param
 from coalign.task import Task
 
 REWRITE = ("Rewrite the question as a short keyword search query that names the entities it asks "
@@ -23,7 +24,8 @@ def multihop_qa(model: str = "qwen2.5-0.5b", *, ks: tuple[int, ...] = (1, 3, 5, 
                 reranker: bool = False, rerank_pool: int = 10,
                 reranker_backbone: Any = None,
                 query_sources: tuple[str, ...] = ("query",),
-                layout: str = "instruction_first") -> Task:
+                layout: str = "instruction_first", models: tuple[str, ...] | None = None,
+                model_scope: str = "global") -> Task:
     """The reference's HotpotQA pipeline shape, scored by answer F1.
 
     ``query_sources``: the fields the retriever searches with; two or more make it a choice
@@ -37,7 +39,9 @@ def multihop_qa(model: str = "qwen2.5-0.5b", *, ks: tuple[int, ...] = (1, 3, 5, 
     replay tables use ``"inputs_first"``.
 
     ``answer_models`` turns the answer generator's model into a per-instance choice
-    (cheap vs strong) instead of the fixed ``model``.
+    (cheap vs strong) instead of the fixed ``model``. ``models``: every LLM component chooses
+    its model among these (``model_param``; ``answer_models`` still decides the answer
+    generator's).
 
     ``reranker`` inserts a trainable ``PassageReranker`` (a ``Weights`` param) after the
     retriever: the retriever then fetches ``rerank_pool`` passages by default (its k stays a
@@ -48,18 +52,21 @@ def multihop_qa(model: str = "qwen2.5-0.5b", *, ks: tuple[int, ...] = (1, 3, 5, 
     if reranker and rerank_pool not in ks:
         raise ConfigError(f"multihop_qa: rerank_pool {rerank_pool} must be one of ks {list(ks)}")
     retrieved = "candidates" if reranker else "passages"
-    answer_model: str | Choice = model
+    def pick() -> str | Choice:  # a param object of its own for each component
+        return model_param(model, models, model_scope)
+
+    answer_model: str | Choice = pick()
     if answer_models:
         answer_model = Choice(list(answer_models), answer_models[0], scope="per_instance",
                               description="model answering this question")
     components = [
-        LLMComponent("question_rewriter", ["question"], "query", REWRITE, model=model,
+        LLMComponent("question_rewriter", ["question"], "query", REWRITE, model=pick(),
                      max_tokens=32, layout=layout,
                      description="rewrites the question into a search query"),
         Retriever("retriever", query_sources, "paragraphs", retrieved, ks=ks,
                   default_k=rerank_pool if reranker else default_k,
                   description="BM25 top-k of the question's paragraphs for the query"),
-        LLMComponent("info_extractor", ["question", "passages"], "info", EXTRACT, model=model,
+        LLMComponent("info_extractor", ["question", "passages"], "info", EXTRACT, model=pick(),
                      max_tokens=64, field_limit=2400, layout=layout,
                      description="extracts the facts that answer the question from passages"),
         LLMComponent("answer_generator", ["question", "info"], "answer", ANSWER,

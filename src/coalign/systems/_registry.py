@@ -10,13 +10,16 @@ from coalign.systems._next_item import next_item
 from coalign.systems._pubmed import pubmedqa_select
 from coalign.task import Task
 
-SYSTEMS: dict[str, Callable[[str], Task]] = {
-    "multihop_qa": lambda model: multihop_qa(model),
-    "multihop_qa_rerank": lambda model: multihop_qa(model, reranker=True),
+# Each takes the task model and keyword options; those in MODEL_CHOICE take ``models=`` (a
+# model choice per LLM component, ``coalign.systems._model_choice``).
+SYSTEMS: dict[str, Callable[..., Task]] = {
+    "multihop_qa": lambda model, **kw: multihop_qa(model, **kw),
+    "multihop_qa_rerank": lambda model, **kw: multihop_qa(model, reranker=True, **kw),
     "pubmedqa_select": lambda model: pubmedqa_select(model),
-    "code_gen": lambda model: code_gen(model),
-    "next_item": lambda model: next_item(model),
+    "code_gen": lambda model, **kw: code_gen(model, **kw),
+    "next_item": lambda model, **kw: next_item(model, **kw),
 }
+MODEL_CHOICE = frozenset({"multihop_qa", "multihop_qa_rerank", "code_gen", "next_item"})
 
 
 def models_of(task: Task) -> list[str]:

@@ -176,21 +176,29 @@ def build_table(directory: Path, *, level: str = "samples", minutes: float | Non
 
 
 def donor_entries(space: CandidateSpace, reuse: Sequence[Path]) -> list[Mapping[str, Entry]]:
-    """The responses of each donor table, refused in one line unless it runs the same system on
-    the same model with the same options (the prompt layout among them). Only tables built
-    with chunk-aligned prefix reuse should donate: an older table's few outputs that differ
-    from a live call would carry over."""
+    """The responses of each donor table, refused in one line unless it runs the same system
+    with the same options (the prompt layout among them) on models this table also has (a
+    response is keyed by its model, so a one-model table can donate to a model-choice one).
+    Only tables built with chunk-aligned prefix reuse should donate: an older table's few
+    outputs that differ from a live call would carry over."""
     out = []
     for path in reuse:
         donor = CandidateSpace.load(Path(path))
         for what, mine, theirs in (("system", space.system, donor.system),
-                                   ("model", space.model, donor.model),
-                                   ("options", dict(space.options), dict(donor.options))):
+                                   ("options", _but_models(space), _but_models(donor))):
             if mine != theirs:
                 raise ConfigError(f"--reuse {path}: its {what} {theirs!r} differs from this "
                                   f"table's {mine!r}")
+        extra = sorted(set(donor.models) - set(space.models))
+        if extra:
+            raise ConfigError(f"--reuse {path}: it runs model(s) {extra} that this table "
+                              f"does not ({list(space.models)})")
         out.append(ShardSet(Path(path), donor.system, donor.digest).entries)
     return out
+
+
+def _but_models(space: CandidateSpace) -> dict[str, Any]:
+    return {k: v for k, v in space.options.items() if k != "models"}
 
 
 def _question(task: Task, space: CandidateSpace, example: Example,

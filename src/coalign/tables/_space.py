@@ -136,6 +136,11 @@ class CandidateSpace:
         for combo in itertools.product(*per):
             yield SystemConfig(task.system, {c: v for c, v in combo if v})
 
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models the space's LLM components may run (option ``models``, else ``model``)."""
+        return tuple(self.options.get("models") or (self.model,))
+
     def n_configs(self) -> int:
         n = 1
         for values in self.params.values():

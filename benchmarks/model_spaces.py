@@ -1,0 +1,81 @@
+"""Write a model-choice candidate space (``space.json``) derived from a committed table's space.
+
+Each LLM component of the system gets a ``model`` param over the bundled models (the table's
+task model first, as the starting value) beside a few of the donor space's prompt candidates,
+which were made without the pool. ``--probe N`` writes the same space over N questions outside
+every table's pool instead (the headroom probe that decides whether the space is built).
+
+    python benchmarks/model_spaces.py code_gen_models --out benchmarks/tables/code_gen_models
+    python benchmarks/model_spaces.py code_gen_models --probe 30 \\
+        --out benchmarks/tables/probe-code_gen_models
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from coalign.tables import CandidateSpace, Samples
+
+TABLES = Path(__file__).resolve().parent / "tables"
+LAYOUT = "inputs_first"
+
+
+def _pick(donor: CandidateSpace, key: str, indices: list[int]) -> tuple[list[Any], list[Any]]:
+    notes = donor.notes.get(key) or ["?"] * len(donor.params[key])
+    return [donor.params[key][i] for i in indices], [notes[i] for i in indices]
+
+
+def code_gen_models(probe: int) -> CandidateSpace:
+    """code_gen with 0.5B / 1.5B per LLM component. The generator keeps the donor's start, the
+    example-name hint and the two bootstrapped demos (the prompt that is worst for the 0.5B and
+    best for the 1.5B in a 20-problem try); the reviser always sees its code (the start)."""
+    from coalign.data import load_mbpp
+
+    donor = CandidateSpace.load(TABLES / "code_gen_chunked")
+    models = ["qwen2.5-0.5b", "qwen2.5-1.5b"]
+    params: dict[str, list[Any]] = {}
+    notes: dict[str, Any] = {"donor": "code_gen_chunked (prompt candidates and pool)"}
+    for key, keep in (("code_generator.prompt", [0, 1, 3]), ("test_generator.prompt", [0, 1]),
+                      ("reviser.prompt", [0, 1])):
+        params[key], notes[key] = _pick(donor, key, keep)
+    params["executor.keep"], notes["executor.keep"] = [3, 0], ["3 generated asserts (start)",
+                                                               "only the example test"]
+    for comp in ("code_generator", "test_generator", "reviser"):
+        params[f"{comp}.model"] = list(models)
+        notes[f"{comp}.model"] = ["bundled 0.5B (start)", "bundled 1.5B (about 2x the seconds)"]
+    questions = donor.questions
+    notes["pool"] = donor.notes.get("pool")
+    if probe:
+        pool = set(donor.questions)
+        outside = [e.id for e in load_mbpp(split="test") if e.id not in pool]
+        questions = tuple(outside[:probe])
+        notes["pool"] = (f"headroom probe: the {probe} sanitized MBPP test problems after the "
+                         "first 100 (outside every table's pool)")
+    return CandidateSpace(system="code_gen", dataset="mbpp", questions=tuple(questions),
+                          params={k: tuple(v) for k, v in params.items()},
+                          options={"layout": LAYOUT, "models": models},
+                          samples=Samples(0, 1.0), notes=notes)
+
+
+SPACES: dict[str, Callable[[int], CandidateSpace]] = {"code_gen_models": code_gen_models}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("space", choices=sorted(SPACES))
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--probe", type=int, default=0,
+                        help="N questions outside every pool instead of the donor's pool")
+    args = parser.parse_args()
+    space = SPACES[args.space](args.probe)
+    path = space.save(args.out)
+    print(json.dumps({"space": str(path), "digest": space.digest,
+                      "configs": space.n_configs(), "questions": len(space.questions)}))
+
+
+if __name__ == "__main__":
+    main()
