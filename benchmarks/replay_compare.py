@@ -125,7 +125,8 @@ def main() -> None:
         metric = table.space.task().metric_name
         # keyed by directory: two tables of one system (a rebuild, a wider space) both keep theirs
         name = Path(directory).name
-        print(f"\n{name} ({table.space.system}): {len(rewards.questions)} questions, {lookup.n_configs} configs, "
+        print(f"\n{name} ({table.space.system}): {len(rewards.questions)} questions, "
+              f"{lookup.n_configs} configs, "
               f"split {sizes}, {len(seeds)} seeds (replay {replay_s:.0f} s); exhaustive search "
               f"costs {result.exhaustive_cost:.0f} runs")
         competitors = list(methods)

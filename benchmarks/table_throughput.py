@@ -37,7 +37,6 @@ from coalign.runner import build_runtime, evaluate
 from coalign.systems import models_of
 from coalign.tables import CandidateSpace, Table, pool_examples
 
-
 # --rows key -> the row's name in the printed table and the JSON
 BUILD_ROWS = {"instruction-first": "build, instruction first", "build": "build",
               "two-processes": "build, 2 x 1 thread"}

@@ -2,10 +2,10 @@
 reference's worked toys."""
 
 from coalign.systems._code import code_gen
+from coalign.systems._model_choice import model_param
 from coalign.systems._multihop import multihop_qa
 from coalign.systems._next_item import next_item
 from coalign.systems._pubmed import pubmedqa_select
-from coalign.systems._model_choice import model_param
 from coalign.systems._registry import MODEL_CHOICE, SYSTEMS, models_of
 from coalign.systems._toys import (
     HINT_TOY,
@@ -19,6 +19,6 @@ from coalign.systems._toys import (
     rollout_picks,
 )
 
-__all__ = ["HINT_TOY", "MODEL_CHOICE", "MODEL_SELECTOR_TOY", "RETRIEVER_TOY", "SYSTEMS", "TOYS", "ProxySelector",
-           "TableSelector", "Toy", "code_gen", "mean_reward", "model_param", "models_of", "multihop_qa",
-           "next_item", "pubmedqa_select", "rollout_picks"]
+__all__ = ["HINT_TOY", "MODEL_CHOICE", "MODEL_SELECTOR_TOY", "RETRIEVER_TOY", "SYSTEMS", "TOYS",
+           "ProxySelector", "TableSelector", "Toy", "code_gen", "mean_reward", "model_param",
+           "models_of", "multihop_qa", "next_item", "pubmedqa_select", "rollout_picks"]
