@@ -16,9 +16,8 @@ import json
 import subprocess
 from pathlib import Path
 
+from coalign.compare import LoopMethod, coalign_method, split_sizes
 from coalign.tables import CandidateSpace
-from coalign.tables._compare import split_sizes
-from coalign.tables._loop_arm import LoopMethod, coalign_method
 
 
 def trace(method: LoopMethod, seed: int, sizes: tuple[int, int, int], limit: float) -> dict:

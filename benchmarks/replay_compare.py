@@ -29,11 +29,20 @@ from pathlib import Path
 
 import numpy as np
 
+from coalign.compare import (
+    METHODS,
+    REFERENCES,
+    START,
+    Lookup,
+    anytime_svg,
+    coalign_method,
+    compare,
+    draw_split,
+    per_input_oracle,
+    split_sizes,
+)
 from coalign.params import Choice
 from coalign.tables import CandidateSpace, Table, find_tables
-from coalign.tables._compare import Lookup, draw_split, per_input_oracle, split_sizes
-from coalign.tables._comparison import METHODS, REFERENCES, START, anytime_svg, compare
-from coalign.tables._loop_arm import coalign_method
 
 PER_INSTANCE = "coalign (per-instance choices)"
 

@@ -48,13 +48,11 @@ from typing import Any
 
 import numpy as np
 
+from coalign.compare import Lookup, Method, Split, Trajectory, coalign_method, compare, split_sizes
 from coalign.optimize import _base, _choice, _loop, _step
 from coalign.optimize._base import value_key
 from coalign.rollouts import Collection, RolloutSpec, collect_pairs
 from coalign.tables import Table
-from coalign.tables._compare import Lookup, Method, Split, Trajectory, split_sizes
-from coalign.tables._comparison import compare
-from coalign.tables._loop_arm import coalign_method
 
 
 def _others(scored: Sequence[Any], open_: Sequence[bool], current: Any) -> list[Any]:

@@ -3,7 +3,7 @@ import itertools
 import numpy as np
 import pytest
 
-from coalign.tables._compare import (
+from coalign.compare import (
     Lookup,
     Trajectory,
     draw_split,
@@ -122,8 +122,8 @@ def test_coalign_loop_as_a_method_on_a_table(tmp_path):
     """The loop on a table whose "Short answer." candidate answers every question right: its
     trajectory starts at the start config once stage 1 is paid, and what it returns at the
     largest budget is scored by lookup like any other method's."""
+    from coalign.compare import coalign_method
     from coalign.data import split as data_split
-    from coalign.tables._loop_arm import coalign_method
 
     table = short_answer_table(tmp_path, 12)
     rewards = table.rewards()
@@ -144,7 +144,7 @@ def test_coalign_loop_as_a_method_on_a_table(tmp_path):
 
 
 def test_compare_scores_every_method_and_reference_per_seed_and_budget():
-    from coalign.tables._comparison import METHODS, REFERENCES, START, anytime_svg, compare
+    from coalign.compare import METHODS, REFERENCES, START, anytime_svg, compare
 
     lk = grid_lookup(n_questions=80, seed=2)
     result = compare(lk, sizes=(20, 20, 40), seeds=[0, 1, 2], budgets=[40, 200])
@@ -206,9 +206,8 @@ def test_every_method_runs_two_seeds_on_the_committed_table_fixture():
     seed and budget, none of them above the best config on test."""
     from pathlib import Path
 
+    from coalign.compare import METHODS, REFERENCES, coalign_method, compare
     from coalign.tables import Table
-    from coalign.tables._comparison import METHODS, REFERENCES, compare
-    from coalign.tables._loop_arm import coalign_method
 
     fixture = Path(__file__).parent / "fixtures" / "tables" / "multihop_qa_8q"
     table = Table(fixture)
@@ -243,8 +242,8 @@ def test_every_method_runs_two_seeds_on_the_committed_table_fixture():
 def test_the_loop_arm_counts_steps_by_outcome_and_the_runs_spent():
     from types import SimpleNamespace
 
+    from coalign.compare._loop_arm import _count
     from coalign.optimize._outcome import StepState
-    from coalign.tables._loop_arm import _count
 
     stats: dict[str, float] = {}
     for state, after, spent in ((StepState.NO_CHANGE, None, 40.0), (StepState.REJECTED, 0.4, 70.0),
@@ -271,7 +270,7 @@ def test_a_system_outside_the_space_is_scored_on_the_questions_it_ran_on():
 def test_the_loop_arm_scores_a_per_instance_system_by_running_it_on_test():
     from types import SimpleNamespace
 
-    from coalign.tables._loop_arm import _system_index
+    from coalign.compare._loop_arm import _system_index
 
     lookup = grid_lookup(n_questions=6)
     split = draw_split(6, (2, 2, 2), seed=0)
@@ -293,7 +292,7 @@ def test_the_loop_arm_scores_a_per_instance_system_by_running_it_on_test():
 def test_the_loop_arm_runs_a_config_whose_untabled_weights_moved():
     from types import SimpleNamespace
 
-    from coalign.tables._loop_arm import _system_index
+    from coalign.compare._loop_arm import _system_index
 
     lookup = grid_lookup(n_questions=6)
     split = draw_split(6, (2, 2, 2), seed=0)

@@ -28,10 +28,8 @@ def show_replay_comparison(console: Console, out_dir: Path,
                            budgets: Sequence[float] = BUDGETS) -> list[Path]:
     """Compare the methods on each finished table; print a table per system, write its
     anytime curve under ``out_dir``, and return the curves written."""
+    from coalign.compare import METHODS, Lookup, anytime_svg, coalign_method, compare, split_sizes
     from coalign.tables import Table, find_tables
-    from coalign.tables._compare import Lookup, split_sizes
-    from coalign.tables._comparison import METHODS, anytime_svg, compare
-    from coalign.tables._loop_arm import coalign_method
 
     tables = find_tables() if tables is None else list(tables)
     written: list[Path] = []
@@ -70,7 +68,7 @@ def show_replay_comparison(console: Console, out_dir: Path,
 
 def _table(result, name: str, metric: str, n: int, sizes: Sequence[int],
            seconds: float) -> RichTable:
-    from coalign.tables._comparison import REFERENCES
+    from coalign.compare import REFERENCES
 
     out = RichTable(title=Text(f"{name} replay table: test {metric}, mean of "
                                f"{len(result.seeds)} seeds ({n} questions, split "

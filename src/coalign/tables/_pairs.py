@@ -18,7 +18,7 @@ from typing import Any
 from coalign.data import Example
 from coalign.pairs import PreferencePair, canonical_json, label_for
 from coalign.runtime import Runtime
-from coalign.tables._compare import config_indices
+from coalign.tables._space import config_indices
 
 
 def table_pairs(table: Any, component: str, questions: Sequence[Example], *,

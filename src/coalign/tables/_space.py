@@ -202,3 +202,13 @@ class CandidateSpace:
 def _tuples(options: Mapping[str, Any]) -> dict[str, Any]:
     """JSON lists back to the tuples system factories take."""
     return {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+
+
+def config_indices(data: dict, space: CandidateSpace) -> dict[str, int]:
+    """A config (its JSON form) as the index of its value in each tabled param's candidates."""
+    out = {}
+    for key, values in space.params.items():
+        comp, _, pname = key.partition(".")
+        want = json.dumps(data[comp][pname], sort_keys=True)
+        out[key] = next(i for i, v in enumerate(values) if json.dumps(v, sort_keys=True) == want)
+    return out

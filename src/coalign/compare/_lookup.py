@@ -1,32 +1,23 @@
-"""Global-config optimizers on a replay table's reward matrix, for comparisons over many seeds.
+"""A replay table's reward matrix as comparison methods see it: configs by candidate index,
+question splits drawn per seed, and the trajectory of configs a method evaluated.
 
-Every method here only ever picks whole configurations of the table's space, so a config's
-validation score is a lookup in ``Rewards`` instead of a re-run, and the cost is what a live
-run would pay: one equivalent full-system run per validation question per config evaluated
-(the accounting of ``optimize.random_search``), one per train question of a REINFORCE
-minibatch. A config evaluated again costs nothing (a live run's response cache answers it).
-
-Each method returns a ``Trajectory``: the configs it evaluated on validation, in order, with the
-cost spent when each result was known. The config a method would return at budget B is the best
-on validation among those known by then (the start config first, so a method never returns
-something worse on validation than where it started).
+A config's validation score is a lookup instead of a re-run, and the cost is what a live run
+would pay: one equivalent full-system run per validation question per config evaluated (the
+accounting of ``optimize.random_search``). A config evaluated again costs nothing (a live run's
+response cache answers it). The config a method returns at budget B is the best on validation
+among those it knew by then (the start config first, so a method never returns something worse
+on validation than where it started).
 """
 
 from __future__ import annotations
 
-import json
-import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from coalign.data import split
-from coalign.tables._rewards import Rewards
-from coalign.tables._space import CandidateSpace
-
-__all__ = ["Lookup", "Split", "Trajectory", "draw_split", "exhaustive", "random_search",
-           "reinforce", "tpe"]
+from coalign.tables import CandidateSpace, Rewards, config_indices
 
 
 @dataclass(frozen=True)
@@ -112,16 +103,6 @@ def per_input_oracle(lookup: Lookup, config: int, slots: Sequence[str],
     return float(lookup.scores[np.ix_(rows, list(questions))].max(axis=0).mean())
 
 
-def config_indices(data: dict, space: CandidateSpace) -> dict[str, int]:
-    """A config (its JSON form) as the index of its value in each tabled param's candidates."""
-    out = {}
-    for key, values in space.params.items():
-        comp, _, pname = key.partition(".")
-        want = json.dumps(data[comp][pname], sort_keys=True)
-        out[key] = next(i for i, v in enumerate(values) if json.dumps(v, sort_keys=True) == want)
-    return out
-
-
 @dataclass
 class Trajectory:
     """``(cost when known, config, validation score)`` of each evaluated config, in order."""
@@ -149,7 +130,7 @@ class Trajectory:
 Method = Callable[["Lookup", Split, float, int], Trajectory]
 
 
-class _Evaluator:
+class Evaluator:
     """Charges |val| runs for the first evaluation of a config, nothing for a repeat."""
 
     def __init__(self, lookup: Lookup, split: Split, method: str) -> None:
@@ -169,80 +150,3 @@ class _Evaluator:
         return self.seen[config]
 
 
-def random_search(lookup: Lookup, split: Split, budget: float, seed: int) -> Trajectory:
-    """The start config, then distinct configs drawn uniformly, until the budget is spent."""
-    ev = _Evaluator(lookup, split, "random search")
-    order = [0] + random.Random(f"random:{seed}").sample(range(1, lookup.n_configs),
-                                                         lookup.n_configs - 1)
-    for config in order:
-        if not ev.affordable(budget):
-            break
-        ev(config)
-    return ev.trajectory
-
-
-def exhaustive(lookup: Lookup, split: Split) -> Trajectory:
-    """Every config on validation (the cost says whether a budget could afford it)."""
-    ev = _Evaluator(lookup, split, "exhaustive on validation")
-    for config in range(lookup.n_configs):
-        ev(config)
-    return ev.trajectory
-
-
-def tpe(lookup: Lookup, split: Split, budget: float, seed: int, *,
-        patience: int = 30) -> Trajectory:
-    """Optuna's TPE over the slots as categorical params (the search inside DSPy's MIPROv2),
-    started from the start config. A config TPE proposes again is answered free."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    ev = _Evaluator(lookup, split, "optuna tpe")
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
-    study = optuna.create_study(direction="maximize", sampler=sampler)
-    study.enqueue_trial({s: int(i) for s, i in zip(lookup.slots, lookup.index[0], strict=True)})
-    # A repeat is free, so a converged TPE would propose the same config forever: stop after
-    # ``patience`` repeats in a row, or once every config is known.
-    repeats = 0
-    while repeats < patience and len(ev.seen) < lookup.n_configs:
-        trial = study.ask()
-        picks = [trial.suggest_categorical(s, list(range(n)))
-                 for s, n in zip(lookup.slots, lookup.sizes, strict=True)]
-        config = lookup.config(picks)
-        if not ev.affordable(budget, config):
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            break
-        repeats = repeats + 1 if config in ev.seen else 0
-        study.tell(trial, ev(config))
-    return ev.trajectory
-
-
-def reinforce(lookup: Lookup, split: Split, budget: float, seed: int, *, batch_size: int = 4,
-              lr: float = 0.2) -> Trajectory:
-    """Global-reward REINFORCE over the slots (``optimize.reinforce_search`` on lookups): one
-    sampled config per minibatch of train questions, then the policy's mode and the start
-    config validated with what is left of the budget."""
-    from coalign.optimize._reinforce import RunningBaseline, _Categorical
-
-    rng = random.Random(f"reinforce:{seed}")
-    # the live baseline's softmax policy per slot, over candidate indices
-    policy = [_Categorical("", slot, list(range(n)), np.zeros(n))
-              for slot, n in zip(lookup.slots, lookup.sizes, strict=True)]
-    baseline = RunningBaseline()
-    ev = _Evaluator(lookup, split, "reinforce (global reward)")
-    n = min(batch_size, len(split.train))
-    queue: list[int] = []
-    while ev.spent + n + 2 * len(split.val) <= budget:
-        if len(queue) < n:
-            queue += rng.sample(split.train, len(split.train))
-        batch, queue = queue[:n], queue[n:]
-        picks = [cat.sample(rng) for cat in policy]
-        ev.spent += n
-        reward = lookup.score(lookup.config(picks), batch)
-        advantage = float(baseline.advantages([reward])[0])
-        for cat, i in zip(policy, picks, strict=True):
-            cat.update(i, advantage, lr)
-    mode = lookup.config([int(np.argmax(cat.logits)) for cat in policy])
-    for config in (mode, 0):
-        if ev.affordable(budget, config):
-            ev(config)
-    return ev.trajectory

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coalign.compare._lookup import Lookup, Split, Trajectory
 from coalign.errors import ConfigError
 from coalign.optimize._outcome import StepState
-from coalign.tables._compare import Lookup, Split, Trajectory, config_indices
-from coalign.tables._policy import replay_policy_samples
-from coalign.tables._space import CandidateSpace
+from coalign.tables import CandidateSpace, config_indices, replay_policy_samples
 
 
 class _Spent(Exception):

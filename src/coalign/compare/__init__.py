@@ -1,0 +1,30 @@
+"""Optimizers compared on replay tables over many seeds at matched budgets: the reward matrix
+as methods see it (``Lookup``), the global-config methods, coalign's loop as a method, paired
+statistics over seeds and anytime curves (docs/tables.md)."""
+
+from coalign.compare._comparison import (
+    CEILINGS,
+    EXHAUSTIVE,
+    METHODS,
+    REFERENCES,
+    START,
+    Comparison,
+    anytime_svg,
+    compare,
+)
+from coalign.compare._lookup import (
+    Lookup,
+    Method,
+    Split,
+    Trajectory,
+    draw_split,
+    per_input_oracle,
+    split_sizes,
+)
+from coalign.compare._loop_arm import LoopMethod, coalign_method
+from coalign.compare._methods import exhaustive, random_search, reinforce, tpe
+
+__all__ = ["CEILINGS", "EXHAUSTIVE", "METHODS", "REFERENCES", "START", "Comparison", "Lookup",
+           "LoopMethod", "Method", "Split", "Trajectory", "anytime_svg", "coalign_method",
+           "compare", "draw_split", "exhaustive", "per_input_oracle", "random_search",
+           "reinforce", "split_sizes", "tpe"]
