@@ -9,6 +9,7 @@ difference of the best two methods; writes the JSON and an anytime-curve SVG per
     python benchmarks/replay_compare.py [TABLE ...] [--seeds 20] [--budgets 250 500 1000 2000]
         [--split 0.2 0.3 0.5] [--workers 2] [--json benchmarks/results/replay/compare.json]
         [--svg-dir benchmarks/results/replay] [--per-instance [COMPONENT.PARAM ...]]
+        [--cost-cap FRACTION]
 
 Without TABLE: every finished table under ``benchmarks/tables``. Per table, a second coalign
 row has the space's Choice params chosen per input (run config ``per_instance``; by default
@@ -16,6 +17,13 @@ every Choice param the table varies, ``--per-instance`` alone for none, or the o
 the script reports the per-input oracle over them from the best global config on test, and
 how much of its gap over that config each coalign row closes. Seeds run in ``--workers``
 processes; a seed's figures do not depend on the worker count.
+
+On a space with model slots (``<component>.model``) the model-choice baselines join
+(always the strongest / the cheapest model, LLMSelector's greedy allocation, NSGA-II), every
+row shows the test cost per query (model seconds) of what it returned, and a front SVG draws
+quality against cost. ``--cost-cap F``: quality under a cap of F times the cost per query of
+the all-strongest config (0.5: half of it); a method returns its best config on validation
+within the cap, and coalign's gate refuses a step over it (run config ``cost_cap``).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import numpy as np
 
 from coalign.compare import (
     METHODS,
+    MODEL_METHODS,
     REFERENCES,
     START,
     Lookup,
@@ -38,6 +47,9 @@ from coalign.compare import (
     coalign_method,
     compare,
     draw_split,
+    front,
+    front_svg,
+    model_slots,
     per_input_oracle,
     split_sizes,
 )
@@ -92,8 +104,12 @@ def main() -> None:
     ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5],
                     help="train / val / test fractions of the finished questions")
     ap.add_argument("--level", default="greedy")
-    ap.add_argument("--methods", nargs="+", default=["coalign", *METHODS],
-                    help=f"of: coalign, {', '.join(METHODS)}")
+    ap.add_argument("--methods", nargs="+", default=["coalign", *METHODS, *MODEL_METHODS],
+                    help=f"of: coalign, {', '.join([*METHODS, *MODEL_METHODS])} (model-choice "
+                         "baselines only on spaces with model slots)")
+    ap.add_argument("--cost-cap", type=float, default=None, metavar="FRACTION",
+                    help="quality under a cost cap: FRACTION of the all-strongest config's "
+                         "cost per query")
     ap.add_argument("--per-instance", nargs="*", default=None, metavar="COMPONENT.PARAM",
                     help="default: every Choice param of the table's space; alone: none")
     ap.add_argument("--workers", type=int, default=2, help="processes running seeds")
@@ -115,17 +131,24 @@ def main() -> None:
         rewards = table.rewards(args.level)
         replay_s = time.perf_counter() - t0
         lookup = Lookup.of_table(rewards, table.space)
+        has_models = bool(model_slots(lookup))
+        if args.cost_cap is not None:
+            if not has_models:
+                sys.exit(f"error: --cost-cap: {directory} has no model slots to cap")
+            lookup = lookup.with_cap(lookup.cap_of(args.cost_cap))
+        settings = {} if lookup.cap is None else {"cost_cap": lookup.cap}
         sizes = split_sizes(len(rewards.questions), args.split)
-        methods = {m: METHODS[m] for m in args.methods if m in METHODS}
+        available = {**METHODS, **(MODEL_METHODS if has_models else {})}
+        methods = {m: available[m] for m in args.methods if m in available}
         if "coalign" in args.methods:
             finished = len(rewards.questions) == len(table.space.questions)
             if finished:
-                methods = {"coalign": (coalign_method(directory, rewards.questions), True),
-                           **methods}
+                methods = {"coalign": (coalign_method(directory, rewards.questions,
+                                                      settings=settings), True), **methods}
                 if per_instance:
-                    methods[PER_INSTANCE] = (coalign_method(directory, rewards.questions,
-                                                            settings={"per_instance":
-                                                                      per_instance}), True)
+                    methods[PER_INSTANCE] = (coalign_method(
+                        directory, rewards.questions,
+                        settings={**settings, "per_instance": per_instance}), True)
             else:
                 print(f"{directory}: coalign left out, the table is not finished "
                       f"({len(rewards.questions)} of {len(table.space.questions)} questions)")
@@ -137,7 +160,9 @@ def main() -> None:
         print(f"\n{name} ({table.space.system}): {len(rewards.questions)} questions, "
               f"{lookup.n_configs} configs, "
               f"split {sizes}, {len(seeds)} seeds (replay {replay_s:.0f} s); exhaustive search "
-              f"costs {result.exhaustive_cost:.0f} runs")
+              f"costs {result.exhaustive_cost:.0f} runs"
+              + ("" if lookup.cap is None else
+                 f"; cost cap {lookup.cap:.2f} s per query ({args.cost_cap:g} x all-strongest)"))
         competitors = list(methods)
         out = {"questions": len(rewards.questions), "configs": lookup.n_configs,
                "metric": metric, "replay_s": replay_s, **result.to_json(), "paired": {}}
@@ -146,7 +171,8 @@ def main() -> None:
             for m in result.scores:
                 s = result.summary(m, b)
                 tag = "  (reference)" if m in REFERENCES else ""
-                print(f"  {m:<34} {s['mean']:.3f} [{s['lo']:.3f}, {s['hi']:.3f}]{tag}")
+                cost = f"  {result.mean_cost(m, b):6.2f} s/query" if has_models else ""
+                print(f"  {m:<34} {s['mean']:.3f} [{s['lo']:.3f}, {s['hi']:.3f}]{cost}{tag}")
             ranked = sorted(competitors, key=lambda m: -result.summary(m, b)["mean"])
             d = result.paired(ranked[0], ranked[1], b)
             out["paired"][str(b)] = {"a": ranked[0], "b": ranked[1], **d}
@@ -164,14 +190,28 @@ def main() -> None:
                       f"[{d['lo']:+.3f}, {d['hi']:+.3f}]")
         if PER_INSTANCE in result.scores:
             out["per_instance"] = per_instance_gap(lookup, result, sizes, per_instance)
-        results["tables"][name] = out
+        suffix = "" if args.cost_cap is None else f"-cap{args.cost_cap:g}"
+        everything = list(range(len(rewards.questions)))
+        true_front = [(p.cost, p.quality_score)
+                      for p in front(lookup, range(lookup.n_configs), everything)]
+        if has_models:
+            out["true_front"] = [{"config": p.config, "cost_per_query": p.cost,
+                                  "quality": p.quality_score}
+                                 for p in front(lookup, range(lookup.n_configs), everything)]
+        results["tables"][name + suffix] = out
         if args.svg_dir:
             args.svg_dir.mkdir(parents=True, exist_ok=True)
-            path = args.svg_dir / f"anytime-{name}.svg"
+            path = args.svg_dir / f"anytime-{name}{suffix}.svg"
             path.write_text(anytime_svg(result, metric=metric,
                                         title=f"{name}: test {metric} by budget, "
                                               f"{len(seeds)} seeds"))
             out["svg"] = str(path)
+            if has_models:
+                path = args.svg_dir / f"front-{name}{suffix}.svg"
+                path.write_text(front_svg(result, true_front, metric=metric,
+                                          title=f"{name}: test {metric} against cost per "
+                                                f"query, {len(seeds)} seeds"))
+                out["front_svg"] = str(path)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))

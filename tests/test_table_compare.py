@@ -280,13 +280,15 @@ def test_the_loop_arm_scores_a_per_instance_system_by_running_it_on_test():
 
     def on_test(config, policies):
         ran.append(policies)
-        return SimpleNamespace(scores=[0.75, 0.25])
+        return SimpleNamespace(scores=[0.75, 0.25],
+                               traces=[SimpleNamespace(cost_s=lambda: 1.5)] * 2)
 
     job = SimpleNamespace(test=test, on_test=on_test, optimizer=SimpleNamespace(
         config="cfg", policies={("b", "y"): "digest"}))
     number = _system_index(job, lookup, split, space)
     assert ran == [{("b", "y"): "digest"}] and number == lookup.n_configs
     assert lookup.extra[0] == dict(zip(split.test, [0.75, 0.25], strict=True))
+    assert lookup.cost(number, split.test) == 1.5  # its cost per query ran with it
 
 
 def test_the_loop_arm_runs_a_config_whose_untabled_weights_moved():
@@ -308,7 +310,8 @@ def test_the_loop_arm_runs_a_config_whose_untabled_weights_moved():
 
     def on_test(cfg, policies):
         ran.append(cfg)
-        return SimpleNamespace(scores=[1.0, 0.0])
+        return SimpleNamespace(scores=[1.0, 0.0],
+                               traces=[SimpleNamespace(cost_s=lambda: 1.5)] * 2)
 
     def job(w):
         return SimpleNamespace(test=test, on_test=on_test, optimizer=SimpleNamespace(

@@ -114,6 +114,9 @@ class RunConfig(_Strict):
     gate: Literal["strict", "bootstrap"] = "strict"
     gate_confidence: float = Field(0.9, gt=0, lt=1)  # see Gate.confidence (bootstrap gate)
     early_reject: float = Field(0.0, ge=0, lt=1)  # see Gate.early_reject; 0: validate fully
+    # quality under a cost cap: a step is accepted only if the candidate's mean model seconds
+    # per validation query stay within it (see Gate.cost_cap); omit for quality alone
+    cost_cap: float | None = Field(None, gt=0)
     proposer: str | None = None
     # optimize only these (default: all with params)
     components: list[str] | None = Field(None, min_length=1)
@@ -376,7 +379,8 @@ def _optimizer(cfg: RunConfig, task: Task, train: list[Example], val: list[Examp
                               TrainConfig(use_embedding=cfg.reward_embedding))
     settings = LoopSettings(**cfg.budget.model_dump(),  # every budget field, by name
                             gate=Gate(cfg.gate, confidence=cfg.gate_confidence,
-                                      seed=cfg.seed, early_reject=cfg.early_reject),
+                                      seed=cfg.seed, early_reject=cfg.early_reject,
+                                      cost_cap=cfg.cost_cap),
                             proposer=cfg.proposer, components=cfg.components, seed=cfg.seed,
                             choice_costs=costs, cost_weight=cfg.cost_weight,
                             optimizers=cfg.optimizers, text_optimizer=cfg.text_optimizer,

@@ -11,6 +11,7 @@ from coalign.compare._comparison import (
     Comparison,
     anytime_svg,
     compare,
+    front_svg,
 )
 from coalign.compare._lookup import (
     Lookup,
@@ -23,8 +24,19 @@ from coalign.compare._lookup import (
 )
 from coalign.compare._loop_arm import LoopMethod, coalign_method
 from coalign.compare._methods import exhaustive, random_search, reinforce, tpe
+from coalign.compare._model_methods import (
+    MODEL_METHODS,
+    FrontPoint,
+    always_cheapest,
+    always_strongest,
+    front,
+    llm_selector,
+    model_slots,
+    nsga2,
+)
 
-__all__ = ["CEILINGS", "EXHAUSTIVE", "METHODS", "REFERENCES", "START", "Comparison", "Lookup",
-           "LoopMethod", "Method", "Split", "Trajectory", "anytime_svg", "coalign_method",
-           "compare", "draw_split", "exhaustive", "per_input_oracle", "random_search",
-           "reinforce", "split_sizes", "tpe"]
+__all__ = ["CEILINGS", "EXHAUSTIVE", "METHODS", "MODEL_METHODS", "REFERENCES", "START",
+           "Comparison", "FrontPoint", "Lookup", "LoopMethod", "Method", "Split", "Trajectory",
+           "always_cheapest", "always_strongest", "anytime_svg", "coalign_method", "compare",
+           "draw_split", "exhaustive", "front", "front_svg", "llm_selector", "model_slots", "nsga2",
+           "per_input_oracle", "random_search", "reinforce", "split_sizes", "tpe"]

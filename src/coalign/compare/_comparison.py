@@ -37,7 +37,9 @@ REFERENCES = (START, EXHAUSTIVE, *CEILINGS)  # drawn dashed: not methods at a bu
 
 @dataclass
 class Comparison:
-    """Test score per method, budget and seed (``scores[method][budget][seed]``)."""
+    """Test score and test cost per query per method, budget and seed
+    (``scores[method][budget][seed]``, ``costs`` alike), under the objective's cost ``cap``
+    (None: quality alone)."""
 
     budgets: list[float]
     seeds: list[int]
@@ -45,6 +47,12 @@ class Comparison:
     scores: dict[str, dict[float, list[float]]] = field(default_factory=dict)
     start: list[float] = field(default_factory=list)
     exhaustive_cost: float = 0.0
+    costs: dict[str, dict[float, list[float]]] = field(default_factory=dict)
+    cap: float | None = None
+
+    def mean_cost(self, method: str, budget: float) -> float:
+        values = self.costs.get(method, {}).get(budget) or [0.0]
+        return float(np.mean(values))
 
     def summary(self, method: str, budget: float) -> dict[str, float]:
         values = self.scores[method][budget]
@@ -59,23 +67,28 @@ class Comparison:
     def to_json(self) -> dict[str, Any]:
         return {"budgets": self.budgets, "seeds": self.seeds, "split": list(self.sizes),
                 "start_test": self.start, "exhaustive_cost": self.exhaustive_cost,
+                "cost_cap": self.cap,
                 "scores": {m: {str(b): v for b, v in by.items()}
                            for m, by in self.scores.items()},
-                "summary": {m: {str(b): self.summary(m, b) for b in by}
+                "test_cost_per_query": {m: {str(b): v for b, v in by.items()}
+                                        for m, by in self.costs.items()},
+                "summary": {m: {str(b): {**self.summary(m, b),
+                                         "cost_per_query": self.mean_cost(m, b)} for b in by}
                             for m, by in self.scores.items()}}
 
 
 def compare(lookup: Lookup, *, sizes: Sequence[int], seeds: Sequence[int],
             budgets: Sequence[float], methods: Mapping[str, tuple[Method, bool]] = METHODS,
             workers: int = 1) -> Comparison:
-    """Every method and reference on every seed. ``workers`` > 1 runs seeds in that many
-    processes (each method must then pickle: module-level functions, ``LoopMethod``); a seed's
-    figures do not depend on where it ran."""
+    """Every method and reference on every seed, under ``lookup.cap``. ``workers`` > 1 runs
+    seeds in that many processes (each method must then pickle: module-level functions,
+    ``LoopMethod``); a seed's figures do not depend on where it ran."""
     out = Comparison([float(b) for b in budgets], list(seeds),
                      (int(sizes[0]), int(sizes[1]), int(sizes[2])),
-                     exhaustive_cost=float(lookup.n_configs * sizes[1]))
+                     exhaustive_cost=float(lookup.n_configs * sizes[1]), cap=lookup.cap)
     for name in [*methods, *REFERENCES]:
         out.scores[name] = {b: [] for b in out.budgets}
+        out.costs[name] = {b: [] for b in out.budgets}
     jobs = [(lookup, out.sizes, seed, out.budgets, dict(methods)) for seed in seeds]
     if workers > 1 and len(seeds) > 1:
         context = multiprocessing.get_context("spawn")  # no fork after torch has threads
@@ -84,38 +97,52 @@ def compare(lookup: Lookup, *, sizes: Sequence[int], seeds: Sequence[int],
             per_seed = list(pool.map(_seed_scores, *zip(*jobs, strict=True)))
     else:
         per_seed = [_seed_scores(*job) for job in jobs]
-    for start, scores in per_seed:
+    for start, scores, costs in per_seed:
         out.start.append(start)
         for name, by_budget in scores.items():
             for b, value in by_budget.items():
                 out.scores[name][b].append(value)
+                out.costs[name][b].append(costs[name][b])
     return out
 
 
 def _seed_scores(lookup: Lookup, sizes: Sequence[int], seed: int, budgets: Sequence[float],
                  methods: Mapping[str, tuple[Method, bool]],
-                 ) -> tuple[float, dict[str, dict[float, float]]]:
+                 ) -> tuple[float, dict[str, dict[float, float]], dict[str, dict[float, float]]]:
     """One seed: the start config's test score, and each method's and reference's test score
-    per budget."""
+    and test cost per query per budget. A method returns the best config on validation within
+    the cap among those it evaluated (the start when none is)."""
     split = draw_split(lookup.scores.shape[1], sizes, seed)
     start = lookup.score(0, split.test)
-    scores: dict[str, dict[float, float]] = {}
+
+    def feasible(config: int) -> bool:
+        return lookup.feasible(config, split.val)
+
+    picked: dict[str, dict[float, int]] = {}
     for name, (method, anytime) in methods.items():
         if anytime:
             full = method(lookup, split, max(budgets), seed)
-            picks = {b: full.at(b) for b in budgets}
+            picks = {b: full.at(b, feasible) for b in budgets}
         else:
-            picks = {b: method(lookup, split, b, seed).at(b) for b in budgets}
-        # nothing affordable: the start config stays
-        scores[name] = {b: lookup.score(picked or 0, split.test) for b, picked in picks.items()}
-    val_means = lookup.scores[:, list(split.val)].mean(axis=1)
+            picks = {b: method(lookup, split, b, seed).at(b, feasible) for b in budgets}
+        picked[name] = {b: p or 0 for b, p in picks.items()}  # nothing affordable: the start
+    allowed = np.array([feasible(c) for c in range(lookup.n_configs)])
+    val_means = np.where(allowed, lookup.scores[:, list(split.val)].mean(axis=1), -np.inf)
     test_means = lookup.scores[:, list(split.test)].mean(axis=1)
-    ceiling = {START: start, EXHAUSTIVE: float(test_means[int(np.argmax(val_means))]),
-               CEILINGS[0]: float(test_means.max()),
-               CEILINGS[1]: float(lookup.scores[:, list(split.test)].max(axis=0).mean())}
-    for name, value in ceiling.items():
-        scores[name] = {b: value for b in budgets}
-    return start, scores
+    within = lookup.cap is None or lookup.costs[:, list(split.test)].mean(axis=1) <= lookup.cap
+    best_test = int(np.argmax(np.where(within, test_means, -np.inf)))
+    for name, config in ((START, 0), (EXHAUSTIVE, int(np.argmax(val_means))),
+                         (CEILINGS[0], best_test)):
+        picked[name] = {b: config for b in budgets}
+    scores = {name: {b: lookup.score(c, split.test) for b, c in by.items()}
+              for name, by in picked.items()}
+    costs = {name: {b: lookup.cost(c, split.test) for b, c in by.items()}
+             for name, by in picked.items()}
+    # per question, the best path whatever it costs: a ceiling on quality, not a method
+    oracle = float(lookup.scores[:, list(split.test)].max(axis=0).mean())
+    scores[CEILINGS[1]] = {b: oracle for b in budgets}
+    costs[CEILINGS[1]] = {b: float("nan") for b in budgets}
+    return start, scores, costs
 
 
 def _one_thread() -> None:
@@ -137,3 +164,20 @@ def anytime_svg(result: Comparison, *, metric: str, title: str) -> str:
     return line_chart(series, x_label="budget (equivalent full-system runs)",
                       y_label=f"test {metric}", title=title, log_x=True,
                       dashed=REFERENCES)
+
+
+def front_svg(result: Comparison, true_front: Sequence[tuple[float, float]], *, metric: str,
+              title: str) -> str:
+    """Quality against cost per query: the space's true front (``(cost, quality)`` of the
+    non-dominated configs, dashed) and each method's mean test (cost, quality) at each budget,
+    joined in budget order."""
+    series = {"true front (every config)": [SeriesPoint(c, q) for c, q in true_front]}
+    for name in result.scores:
+        if name == CEILINGS[1]:
+            continue  # the per-question oracle has no single config, so no cost
+        series[name] = [SeriesPoint(result.mean_cost(name, b), result.summary(name, b)["mean"],
+                                    tip=f"{name} at {b:g} runs")
+                        for b in result.budgets]
+    return line_chart(series, x_label="test cost per query (model seconds)",
+                      y_label=f"test {metric}", title=title,
+                      dashed=("true front (every config)", *REFERENCES))

@@ -46,11 +46,23 @@ def draw_split(n: int, sizes: Sequence[int], seed: int) -> Split:
 
 class Lookup:
     """A reward matrix ``scores[config, question]`` whose configs are also known as one
-    candidate index per slot (``index[config, slot]``; config 0 is the start)."""
+    candidate index per slot (``index[config, slot]``; config 0 is the start).
+
+    ``costs[config, question]``: model seconds per query (zeros when unknown). ``cap``: the
+    objective's cost cap, a mean cost per query a returned config may not exceed on validation
+    (None: quality alone); a method that can search under it reads it here.
+    """
 
     def __init__(self, scores: np.ndarray, slots: Sequence[str], sizes: Sequence[int],
-                 index: np.ndarray) -> None:
+                 index: np.ndarray, costs: np.ndarray | None = None,
+                 cap: float | None = None) -> None:
         self.scores = np.asarray(scores, dtype=float)
+        self.costs = (np.zeros_like(self.scores) if costs is None
+                      else np.asarray(costs, dtype=float))
+        if self.costs.shape != self.scores.shape:
+            raise ValueError(f"costs shape {self.costs.shape} differs from scores "
+                             f"{self.scores.shape}")
+        self.cap = cap
         self.slots, self.sizes = list(slots), [int(n) for n in sizes]
         self.index = np.asarray(index, dtype=int)
         if self.index.shape != (len(self.scores), len(self.slots)):
@@ -60,13 +72,37 @@ class Lookup:
         # systems outside the space's global configs (a per-instance policy), each known on the
         # questions it was run on; numbered after the configs
         self.extra: list[dict[int, float]] = []
+        self.extra_costs: list[dict[int, float]] = []
 
     @classmethod
     def of_table(cls, rewards: Rewards, space: CandidateSpace) -> Lookup:
         slots = list(space.params)
         rows = [config_indices(c.to_json(), space) for c in rewards.configs]
         return cls(rewards.scores, slots, [len(space.params[s]) for s in slots],
-                   np.array([[r[s] for s in slots] for r in rows], dtype=int))
+                   np.array([[r[s] for s in slots] for r in rows], dtype=int), rewards.costs)
+
+    def with_cap(self, cap: float | None) -> Lookup:
+        """The same matrix under another objective (systems added with ``add`` not carried)."""
+        return Lookup(self.scores, self.slots, self.sizes, self.index, self.costs, cap)
+
+    def cap_of(self, fraction: float, model_slots_at: int = -1) -> float:
+        """``fraction`` of the mean cost per query of the config whose model slots (names
+        ending in ``.model``) all take option ``model_slots_at`` (-1: each slot's last, the
+        strongest model of a space that lists models cheap first), the rest at the start."""
+        picks = [(n + model_slots_at) % n if s.endswith(".model") else int(i)
+                 for s, n, i in zip(self.slots, self.sizes, self.index[0], strict=True)]
+        return fraction * float(self.costs[self.config(picks)].mean())
+
+    def cost(self, config: int, questions: Sequence[int]) -> float:
+        """Mean cost per query of ``config`` on ``questions``."""
+        if config >= self.n_configs:
+            known = self.extra_costs[config - self.n_configs]
+            return float(np.mean([known.get(q, 0.0) for q in questions]))
+        return float(self.costs[config, list(questions)].mean())
+
+    def feasible(self, config: int, questions: Sequence[int]) -> bool:
+        """Within the cap on ``questions`` (always, for quality alone)."""
+        return self.cap is None or self.cost(config, questions) <= self.cap + 1e-9
 
     @property
     def n_configs(self) -> int:
@@ -85,10 +121,11 @@ class Lookup:
             return float(np.mean([known[q] for q in questions]))
         return float(self.scores[config, list(questions)].mean())
 
-    def add(self, scores: Mapping[int, float]) -> int:
-        """Register a system outside the space by its reward per question index; returns the
-        number ``score`` knows it by."""
+    def add(self, scores: Mapping[int, float], costs: Mapping[int, float] | None = None) -> int:
+        """Register a system outside the space by its reward (and cost) per question index;
+        returns the number ``score`` knows it by."""
         self.extra.append({int(q): float(r) for q, r in scores.items()})
+        self.extra_costs.append({int(q): float(c) for q, c in (costs or {}).items()})
         return self.n_configs + len(self.extra) - 1
 
 
@@ -112,11 +149,13 @@ class Trajectory:
     # what the run did beyond its trials (the loop arm: runs spent, steps by outcome)
     stats: dict[str, float] = field(default_factory=dict)
 
-    def at(self, budget: float) -> int | None:
+    def at(self, budget: float, feasible: Callable[[int], bool] | None = None) -> int | None:
         """The config returned at ``budget``: best on validation among those known by then
-        (earliest of ties); None if nothing was affordable."""
+        (earliest of ties) and ``feasible`` (within a cost cap); None if none was."""
         best: tuple[float, int] | None = None
         for cost, config, score in self.trials:
+            if feasible is not None and not feasible(config):
+                continue
             if cost <= budget and (best is None or score > best[0]):
                 best = (score, config)
         return None if best is None else best[1]

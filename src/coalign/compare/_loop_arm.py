@@ -131,8 +131,11 @@ def _system_index(job: Any, lookup: Lookup, split: Split, space: CandidateSpace)
             picks = config_indices(data, space)
             return lookup.config([picks[s] for s in lookup.slots])
     result = job.on_test(opt.config, opt.policies)
-    by_id = dict(zip([e.id for e in job.test], result.scores, strict=True))
-    return lookup.add({q: by_id[space.questions[q]] for q in split.test})
+    ids = [e.id for e in job.test]
+    by_id = dict(zip(ids, result.scores, strict=True))
+    cost = dict(zip(ids, (t.cost_s() for t in result.traces), strict=True))
+    return lookup.add({q: by_id[space.questions[q]] for q in split.test},
+                      {q: cost[space.questions[q]] for q in split.test})
 
 
 def _untabled(data: dict, space: CandidateSpace) -> dict[str, Any]:

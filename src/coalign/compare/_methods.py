@@ -43,6 +43,8 @@ def tpe(lookup: Lookup, split: Split, budget: float, seed: int, *,
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     ev = Evaluator(lookup, split, "optuna tpe")
+    # under a cost cap, TPE's own constraint handling (cost - cap <= 0 is feasible)
+    constrained = lookup.cap is not None
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
     study = optuna.create_study(direction="maximize", sampler=sampler)
     study.enqueue_trial({s: int(i) for s, i in zip(lookup.slots, lookup.index[0], strict=True)})
@@ -58,6 +60,8 @@ def tpe(lookup: Lookup, split: Split, budget: float, seed: int, *,
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             break
         repeats = repeats + 1 if config in ev.seen else 0
+        if constrained:
+            trial.set_constraint("cost", lookup.cost(config, split.val) - lookup.cap)
         study.tell(trial, ev(config))
     return ev.trajectory
 

@@ -36,6 +36,9 @@ class Gate:
     # large validation set their full validation is the loop's main cost. 0: validate fully.
     early_reject: float = 0.0
     early_chunk: int = 25
+    # the objective's cost cap: a candidate whose mean cost per validation query (model
+    # seconds, ``Trace.cost_s``) exceeds it is refused whatever its quality; None: no cap
+    cost_cap: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("strict", "bootstrap"):
@@ -44,6 +47,13 @@ class Gate:
             raise ValueError(f"early_reject must be in [0, 1), got {self.early_reject}")
         if self.early_chunk < 1:
             raise ValueError(f"early_chunk must be >= 1, got {self.early_chunk}")
+        if self.cost_cap is not None and not self.cost_cap > 0:
+            raise ValueError(f"cost_cap must be > 0 seconds per query, got {self.cost_cap}")
+
+    def within_cap(self, costs: Sequence[float]) -> bool:
+        """The candidate's mean cost per query on validation is within the cap (if any)."""
+        return self.cost_cap is None or (bool(costs) and
+                                         sum(costs) / len(costs) <= self.cost_cap + 1e-9)
 
     def checkpoints(self, n: int) -> list[int]:
         """Prefix lengths of an ``n``-input validation after which ``clearly_worse`` is asked;

@@ -105,7 +105,9 @@ def step(t: int, env: StepEnv, at: Position) -> Outcome:
     new = [traces[e.id].reward or 0.0 for e in checked]
     old = [at.val_traces[e.id].reward or 0.0 for e in checked]
     complete = len(checked) == len(env.val)
-    accepted = complete and env.settings.gate.accept(new, old)
+    gate = env.settings.gate
+    accepted = (complete and gate.accept(new, old)
+                and gate.within_cap([traces[e.id].cost_s() for e in checked]))
     # stopped early: the full-set estimate is the current score plus the paired difference
     after = (sum(new) / len(checked) if complete
              else at.score + (sum(new) - sum(old)) / len(checked))

@@ -21,11 +21,13 @@ from coalign.task import Task
 @dataclass(frozen=True)
 class Rewards:
     """``scores[i, q]``: the reward of ``configs[i]`` (space order; 0 = the start) on
-    ``questions[q]``."""
+    ``questions[q]``; ``costs[i, q]``: its model seconds there (``Trace.cost_s``: what the
+    table's calls took when they were built, so it reflects which models ran)."""
 
     questions: tuple[str, ...]
     configs: tuple[SystemConfig, ...]
     scores: np.ndarray
+    costs: np.ndarray | None = None
 
     def means(self, questions: Sequence[int] | None = None) -> np.ndarray:
         """Each config's mean reward over ``questions`` (indices; default all)."""
@@ -47,6 +49,9 @@ def compute_rewards(task: Task, configs: Sequence[SystemConfig], examples: Seque
                     runtime: Runtime) -> Rewards:
     from coalign.runner import evaluate
 
-    scores = np.array([evaluate(task, examples, c, runtime).scores for c in configs],
-                      dtype=float).reshape(len(configs), len(examples))
-    return Rewards(tuple(e.id for e in examples), tuple(configs), scores)
+    results = [evaluate(task, examples, c, runtime) for c in configs]
+    shape = (len(configs), len(examples))
+    scores = np.array([r.scores for r in results], dtype=float).reshape(shape)
+    costs = np.array([[t.cost_s() for t in r.traces] for r in results],
+                     dtype=float).reshape(shape)
+    return Rewards(tuple(e.id for e in examples), tuple(configs), scores, costs)
