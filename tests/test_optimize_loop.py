@@ -82,6 +82,18 @@ def test_loop_improves_and_only_accepts_strict_gains(tmp_path):
         assert ledger.runs["adapt"] > 0
 
 
+def test_a_budget_stops_the_loop_after_the_step_that_spent_it(tmp_path):
+    full = make_optimizer(tmp_path / "full", writer_lm(), iterations=6)
+    spent = []
+    full.run(on_step=lambda rec: spent.append(full.account.equivalent_runs()))
+    assert len(spent) == 6
+    limit = spent[1]  # reached by the second step
+    capped = make_optimizer(tmp_path / "capped", writer_lm(), iterations=6)
+    history = capped.run(budget=limit)
+    assert len(history) == 2 and capped.account.equivalent_runs() == limit
+    assert [r.accepted for r in history] == [r.accepted for r in full.history[:2]]
+
+
 def test_killed_loop_resumes_without_losing_steps_or_repeating_calls(tmp_path):
     lm = writer_lm()
     opt = make_optimizer(tmp_path / "a", lm)

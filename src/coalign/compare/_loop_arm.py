@@ -22,10 +22,6 @@ from coalign.optimize._outcome import StepState
 from coalign.tables import CandidateSpace, config_indices, replay_policy_samples
 
 
-class _Spent(Exception):
-    """Raised from the step callback once the budget is spent (the loop has no budget cap)."""
-
-
 def coalign_method(table: Path, questions: Sequence[str], *,
                    settings: Mapping[str, Any] | None = None,
                    max_iterations: int = 200) -> LoopMethod:
@@ -102,16 +98,8 @@ class LoopMethod:
                 opt.prepare()
                 stage1 = opt.account.equivalent_runs()
 
-                def step(rec: Any) -> None:
-                    spent = opt.account.equivalent_runs()
-                    on_step(job, rec, spent)
-                    if spent >= limit:
-                        raise _Spent
-
-                try:
-                    opt.run(on_step=step)
-                except _Spent:
-                    pass
+                opt.run(on_step=lambda rec: on_step(job, rec, opt.account.equivalent_runs()),
+                        budget=limit)
             finally:
                 job.store.close()
         return stage1

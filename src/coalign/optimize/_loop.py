@@ -130,7 +130,11 @@ class Optimizer:
                            tuple(r.get("reset", ())), step_state(t, st, r))
                 for t, st, r in self.store.steps()]
 
-    def run(self, on_step: Callable[[StepRecord], None] | None = None) -> list[StepRecord]:
+    def run(self, on_step: Callable[[StepRecord], None] | None = None, *,
+            budget: float | None = None) -> list[StepRecord]:
+        """Steps until ``iterations``, a settled loop, or (``budget``) once the run has spent
+        that many equivalent full-system runs, checked after each committed step (so a run
+        stopped there resumes where it stood)."""
         self.prepare()
         for t in range(self._start or 0, self.s.iterations):
             record = self.iteration(t)
@@ -139,6 +143,8 @@ class Optimizer:
                 on_step(record)
             if record.state is StepState.SETTLED:
                 break  # a fixed point: nothing left to draw until the config changes
+            if budget is not None and self.account.equivalent_runs() >= budget:
+                break
         return self.history
 
     def iteration(self, t: int) -> StepRecord:
