@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from coalign.lm import LlamaCpp, ModelPool, ModelResolver, chat  # noqa: E402
 
-MODELS = ("smollm2-135m", "qwen2.5-0.5b")
+MODELS = ("smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b")
 PASSAGE = (
     "The lighthouse on the northern cape was built in 1871 from granite quarried two miles "
     "inland. Its keeper, a former ship's carpenter, kept a log of every vessel that passed, "

@@ -85,3 +85,18 @@ def test_a_run_config_names_the_models_and_a_system_without_model_choice_refuses
         load_task("pubmedqa_select", "qwen2.5-0.5b", None, list(MODELS))
     with pytest.raises(ConfigError, match="field 'models'"):
         parse_run_config({"system": "code_gen", "models": ["qwen2.5-0.5b"]})
+
+
+def test_a_bundled_model_call_costs_its_tokens_at_the_measured_speed():
+    from coalign.lm import model_seconds
+    from coalign.lm._models import find_bundled
+
+    prefill, decode = find_bundled("qwen2.5-1.5b").speed
+    assert model_seconds("qwen2.5-1.5b", 260, 80, latency_s=99.0) == pytest.approx(
+        260 / prefill + 80 / decode)
+    assert model_seconds("llamacpp:qwen2.5-1.5b", 260, 80, 99.0) == model_seconds(
+        "qwen2.5-1.5b", 260, 80, 0.0)
+    # the 1.5B costs about twice the 0.5B per call; an endpoint costs its latency
+    ratio = model_seconds("qwen2.5-1.5b", 260, 80, 0) / model_seconds("qwen2.5-0.5b", 260, 80, 0)
+    assert 1.7 < ratio < 2.5
+    assert model_seconds("openai:gpt-4o-mini@http://x/v1", 260, 80, 1.25) == 1.25

@@ -15,6 +15,7 @@ from coalign.errors import ConfigError
 from coalign.executors import BaseExecutor, ThreadExecutor
 from coalign.lm._base import LM, LMError, LMRequest, LMResponse
 from coalign.lm._http import redact_url
+from coalign.lm._models import model_seconds
 from coalign.trace import Usage
 
 _T = TypeVar("_T")
@@ -114,7 +115,8 @@ class RunContext:
                 raise
             # e.g. a replay miss: say which component and question asked
             raise type(exc)(f"{self.component} on {self.example_id!r}: {exc}") from None
-        self.usage.model_s += response.latency_s
+        self.usage.model_s += model_seconds(model, response.prompt_tokens,
+                                            response.completion_tokens, response.latency_s)
         if response.cached:
             self.usage.cache_hits += 1
         else:

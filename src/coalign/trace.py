@@ -14,9 +14,10 @@ from coalign.pairs import canonical_json
 class Usage:
     """LLM usage of one step (or a sum of steps).
 
-    ``model_s``: the seconds the model took for these calls when they were computed, cache hits
-    and replayed calls included (they carry the original call's seconds): what serving the
-    configuration costs, whatever this run happened to have cached. Which model ran is in it.
+    ``model_s``: what these calls cost in model seconds (``coalign.lm.model_seconds``: their
+    tokens at the model's measured speed), cache hits and replayed calls included: what
+    serving the configuration costs, whatever this run happened to have cached. Which model
+    ran is in it.
     """
 
     calls: int = 0

@@ -6,7 +6,13 @@ from coalign.lm._factory import BACKENDS, EndpointSettings, LMSpec, make_lm, par
 from coalign.lm._http import redact_url
 from coalign.lm._llamacpp import LlamaCpp, LoadedModel, ModelPool, default_pool
 from coalign.lm._meter import MeteredLM, Price, PriceTable, Usage, UsageMeter
-from coalign.lm._models import BundledModel, ModelResolver, ResolvedModel, default_cache_dir
+from coalign.lm._models import (
+    BundledModel,
+    ModelResolver,
+    ResolvedModel,
+    default_cache_dir,
+    model_seconds,
+)
 from coalign.lm._openai import OpenAICompatible
 
 __all__ = [
@@ -36,6 +42,7 @@ __all__ = [
     "default_cache_dir",
     "default_pool",
     "make_lm",
+    "model_seconds",
     "parse_spec",
     "redact_url",
 ]

