@@ -61,7 +61,44 @@ def code_gen_models(probe: int) -> CandidateSpace:
                           samples=Samples(0, 1.0), notes=notes)
 
 
-SPACES: dict[str, Callable[[int], CandidateSpace]] = {"code_gen_models": code_gen_models}
+def multihop_qa_models(probe: int) -> CandidateSpace:
+    """HotpotQA with 0.5B / 1.5B for the extractor and the answer writer (the rewriter stays on
+    the 0.5B: its query matters little next to asking BM25 the question itself), k fixed at 3,
+    and the answer writer's start and labelled-demo prompts (the wide table's best lever).
+    Small by design: extraction prompts carry the passages, so each model's call there is the
+    table's main cost (about 150 model s a question)."""
+    from coalign.runner import load_dataset
+
+    donor = CandidateSpace.load(TABLES / "multihop_qa_wide")
+    models = ["qwen2.5-0.5b", "qwen2.5-1.5b"]
+    params: dict[str, list[Any]] = {}
+    notes: dict[str, Any] = {"donor": "multihop_qa_wide (prompt candidates and pool)"}
+    params["answer_generator.prompt"], notes["answer_generator.prompt"] = _pick(
+        donor, "answer_generator.prompt", [0, 4])
+    params["retriever.query"], notes["retriever.query"] = _pick(donor, "retriever.query", [0, 1])
+    for comp in ("info_extractor", "answer_generator"):
+        params[f"{comp}.model"] = list(models)
+        notes[f"{comp}.model"] = ["bundled 0.5B (start)", "bundled 1.5B (about 2x the seconds)"]
+    questions = donor.questions
+    notes["pool"] = donor.notes.get("pool")
+    if probe:
+        pool = set(donor.questions)
+        # after the pool, before the wide space's bootstrap questions at the file's end
+        outside = [e.id for e in load_dataset("hotpotqa") if e.id not in pool]
+        questions = tuple(outside[:probe])
+        notes["pool"] = (f"headroom probe: the {probe} HotpotQA dev questions after the first "
+                         "200 (outside every table's pool)")
+    options = {**donor.options, "ks": [3], "models": models}
+    model_params = {"answer_generator.model", "info_extractor.model"}
+    for key in model_params:  # the question rewriter's Choice stays at the start model
+        assert key in params
+    return CandidateSpace(system="multihop_qa", dataset="hotpotqa", questions=tuple(questions),
+                          params={k: tuple(v) for k, v in params.items()}, options=options,
+                          samples=Samples(0, 1.0), notes=notes)
+
+
+SPACES: dict[str, Callable[[int], CandidateSpace]] = {"code_gen_models": code_gen_models,
+                                                      "multihop_qa_models": multihop_qa_models}
 
 
 def main() -> None:

@@ -7,6 +7,12 @@ per-question oracle above the best global config. The best global config is pick
 questions it is scored on (optimistic); ``--holdout`` also picks it on one half and scores it on
 the other.
 
+On a model-choice space (params ``<component>.model``) it adds the cost side: each config's
+cost per query (model seconds), the best config under a cap of half the all-strongest cost,
+and the per-question complementarity of models: on how many questions the cheapest models
+everywhere already reach the question's best reward, on how many only a config with a
+stronger model does, and on how many nothing scores.
+
     python benchmarks/table_headroom.py benchmarks/tables/multihop_qa \
         --json benchmarks/results/replay/headroom-multihop_qa.json
 """
@@ -20,19 +26,48 @@ import subprocess
 import time
 from pathlib import Path
 
-from coalign.tables import Table
+import numpy as np
+
+from coalign.compare import Lookup, model_slots
+from coalign.tables import Table, config_indices
 
 
 def describe(config, space) -> dict:
     """The config as indices into each param's candidate list (short, and stable)."""
-    data = config.to_json()
-    out = {}
-    for key, values in space.params.items():
-        comp, _, pname = key.partition(".")
-        value = data[comp][pname]
-        out[key] = next(i for i, v in enumerate(values)
-                        if json.dumps(v, sort_keys=True) == json.dumps(value, sort_keys=True))
-    return out
+    return config_indices(config.to_json(), space)
+
+
+def model_headroom(rewards, space) -> dict:
+    """Cost per query and model complementarity of a model-choice space (see the docstring)."""
+    lookup = Lookup.of_table(rewards, space)
+    slots = model_slots(lookup)
+    everything = list(range(len(rewards.questions)))
+    costs = lookup.costs.mean(axis=1)
+    means = rewards.means()
+    cap = lookup.cap_of(0.5)
+    within = np.where(costs <= cap + 1e-9, means, -np.inf)
+    capped = int(np.argmax(within))
+    strongest = lookup.config([(n - 1) if i in slots else int(v) for i, (n, v) in
+                               enumerate(zip(lookup.sizes, lookup.index[0], strict=True))])
+    cheap = np.all(lookup.index[:, slots] == lookup.index[0, slots], axis=1)  # as the start
+    best_q = rewards.scores.max(axis=0)
+    cheap_q = rewards.scores[cheap].max(axis=0)
+    unsolved = best_q <= 0
+    return {
+        "model_slots": [lookup.slots[i] for i in slots],
+        "cost_per_query": {"start": float(costs[0]), "best_global": float(costs[rewards.best()]),
+                           "all_strongest": float(costs[strongest]),
+                           "min": float(costs.min()), "max": float(costs.max())},
+        "all_strongest": {"score": float(means[strongest]),
+                          "config": describe(rewards.configs[strongest], space)},
+        "cap_half_strongest": {"cap": cap, "best": float(means[capped]),
+                               "cost": float(costs[capped]),
+                               "config": describe(rewards.configs[capped], space)},
+        "complementarity": {
+            "cheap_models_suffice": int(np.sum((cheap_q >= best_q) & ~unsolved)),
+            "stronger_model_needed": int(np.sum((cheap_q < best_q) & ~unsolved)),
+            "nothing_scores": int(np.sum(unsolved)), "questions": len(everything)},
+    }
 
 
 def main() -> None:
@@ -79,6 +114,18 @@ def main() -> None:
     print(f"picked on {len(pick)} questions, scored on the other {len(held)}: start "
           f"{held_start:.3f}, picked {held_best:.3f}")
     print("best config:", result["best_config"])
+    if model_slots(Lookup.of_table(rewards, space)):
+        result["models"] = models = model_headroom(rewards, space)
+        c, capped = models["cost_per_query"], models["cap_half_strongest"]
+        print(f"cost per query (model s): start {c['start']:.2f}, best global "
+              f"{c['best_global']:.2f}, all strongest {c['all_strongest']:.2f} (scores "
+              f"{models['all_strongest']['score']:.3f})")
+        print(f"under half the all-strongest cost ({capped['cap']:.2f} s): best "
+              f"{capped['best']:.3f} at {capped['cost']:.2f} s")
+        k = models["complementarity"]
+        print(f"per question: the start's models suffice on {k['cheap_models_suffice']}, a "
+              f"stronger model is needed on {k['stronger_model_needed']}, nothing scores on "
+              f"{k['nothing_scores']} (of {k['questions']})")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1) + "\n")

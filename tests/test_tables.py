@@ -145,6 +145,19 @@ def test_a_one_model_table_donates_to_a_model_choice_table(tmp_path: Path) -> No
         build(tmp_path / "narrow2", narrow, reuse=[tmp_path / "both"])
 
 
+def test_untabled_choices_and_texts_stay_at_their_start_on_replay() -> None:
+    """A model Choice the space leaves out (the rewriter's, the extractor's) takes only the
+    start model, so no optimizer can ask the table for a call it does not hold."""
+    space = with_models(make_space(n_questions=1, samples=0), ["qwen2.5-0.5b", "smollm2-135m"])
+    system = space.task().system
+    assert system.component("answer_generator").params["model"].options == (
+        "qwen2.5-0.5b", "smollm2-135m")
+    for name in ("question_rewriter", "info_extractor"):
+        assert system.component(name).params["model"].options == ("qwen2.5-0.5b",)
+    assert space.task(finite=False).system.component("info_extractor").params[
+        "model"].options == ("qwen2.5-0.5b", "smollm2-135m")
+
+
 def test_a_donor_of_another_layout_is_refused_in_one_line(tmp_path: Path) -> None:
     narrow = make_space(n_questions=1, samples=0)
     build(tmp_path / "narrow", narrow)

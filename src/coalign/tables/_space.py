@@ -102,15 +102,20 @@ class CandidateSpace:
 
     def task(self, finite: bool = True) -> Task:
         """The system with the space's options. ``finite``: each tabled param takes only its
-        candidate values (``Text`` candidates, ``Choice`` options), so optimizers and baselines
-        search the space the table answers."""
+        candidate values (``Text`` candidates, ``Choice`` options) and an untabled ``Text`` or
+        ``Choice`` only its start (a model Choice the space leaves out, say), so optimizers and
+        baselines search the space the table answers; other kinds (a decider's ``Weights``)
+        stay trainable."""
         try:
             task = SYSTEMS[self.system](self.model, **_tuples(self.options))
         except TypeError as exc:
             raise ConfigError(f"space: bad options for {self.system} ({exc})") from None
         if not finite:
             return task
-        for key, values in self.params.items():
+        fixed = {f"{comp.name}.{pname}": (spec.to_json(spec.default),)
+                 for comp in task.system.components for pname, spec in comp.params.items()
+                 if f"{comp.name}.{pname}" not in self.params and isinstance(spec, Text | Choice)}
+        for key, values in {**self.params, **fixed}.items():
             comp, _, pname = key.partition(".")
             params = task.system.component(comp).params
             spec = params.get(pname)
