@@ -32,16 +32,19 @@ def _pick(donor: CandidateSpace, key: str, indices: list[int]) -> tuple[list[Any
 def code_gen_models(probe: int) -> CandidateSpace:
     """code_gen with 0.5B / 1.5B per LLM component. The generator keeps the donor's start, the
     example-name hint and the two bootstrapped demos (the prompt that is worst for the 0.5B and
-    best for the 1.5B in a 20-problem try); the reviser always sees its code (the start)."""
+    best for the 1.5B in a 20-problem try); the test generator and the reviser keep their start
+    prompts (the reviser always sees its code). Sized by a first probe over a wider space (2
+    prompts for both, ``probe-code_gen_models-first``): the reviser made 50 of every 60 calls
+    and 80% of the model seconds (it rewrites a whole function, once per failing code and
+    feedback), so each prompt it or the test generator adds multiplies the table's cost."""
     from coalign.data import load_mbpp
 
     donor = CandidateSpace.load(TABLES / "code_gen_chunked")
     models = ["qwen2.5-0.5b", "qwen2.5-1.5b"]
     params: dict[str, list[Any]] = {}
     notes: dict[str, Any] = {"donor": "code_gen_chunked (prompt candidates and pool)"}
-    for key, keep in (("code_generator.prompt", [0, 1, 3]), ("test_generator.prompt", [0, 1]),
-                      ("reviser.prompt", [0, 1])):
-        params[key], notes[key] = _pick(donor, key, keep)
+    params["code_generator.prompt"], notes["code_generator.prompt"] = _pick(
+        donor, "code_generator.prompt", [0, 1, 3])
     params["executor.keep"], notes["executor.keep"] = [3, 0], ["3 generated asserts (start)",
                                                                "only the example test"]
     for comp in ("code_generator", "test_generator", "reviser"):
