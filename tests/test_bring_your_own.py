@@ -133,3 +133,43 @@ def test_evaluate_multihop_qa_on_the_hf_hotpotqa_file(shared_data, tmp_path):
     assert set(summary["scores"]) == {r["_id"] for r in rows}
     assert summary["llm_calls"] == 6  # rewriter, extractor, answer writer per question
     assert all(0.0 <= s <= 1.0 for s in summary["scores"].values())
+
+
+KIND = '''
+from coalign.optimize import ExpChoiceOptimizer, ParamKind
+from coalign.params import Choice
+from coalign.rollouts import RolloutSpec
+
+
+class Factor(Choice):
+    """A param kind of the user's own: a Choice the loop knows only through its entry."""
+
+    kind = "factor"
+
+
+FACTOR = ParamKind(
+    "factor", {"exp": lambda s: ExpChoiceOptimizer(s.tau)}, default="exp",
+    rollouts=lambda ask: [RolloutSpec(param=ask.name, alternatives=tuple(ask.param.options))],
+    finite_values=lambda p: tuple(p.options))
+'''
+
+
+def test_a_kind_registered_by_import_path_runs_through_coalign_optimize(project):
+    """A system whose param has a kind of the user's own runs from a run config that
+    registers the kind (``kinds:``); without it, one line names the missing kind."""
+    (project / "my_kinds.py").write_text(KIND)
+    (project / "my_pipeline.py").write_text(
+        TOY.replace("from coalign.params import Choice", "from my_kinds import Factor")
+        .replace("Choice([1, 2, 3], 1)", "Factor([1, 2, 3], 1)"))
+    config = (project / "run.yaml").read_text()
+    (project / "kind.yaml").write_text(config + "kinds: [my_kinds:FACTOR]\n"
+                                       "optimizers: {factor: exp}\n")
+    proc = cli(project, "optimize", "kind.yaml", "--run-dir", "run")
+    assert proc.returncode == 0, proc.stderr
+    assert "final configuration: scaler.factor=2" in shown(proc)
+    assert "param kind 'factor' is not registered" in one_line_error(
+        cli(project, "optimize", "run.yaml", "--run-dir", "unregistered"))
+    (project / "bad.yaml").write_text(config + "kinds: [my_kinds:Factor]\n")
+    assert "kinds: my_kinds:Factor is a type, expected a coalign.optimize.ParamKind" in \
+        one_line_error(cli(project, "optimize", "bad.yaml", "--run-dir", "bad"))
+    assert not (project / "unregistered").exists() and not (project / "bad").exists()

@@ -20,7 +20,8 @@ def _defaults():
 def test_every_shared_setting_has_one_default():
     loop, config, budget = _defaults()
     assert set(budget) <= set(loop)  # every budget field reaches the loop by name
-    shared = (set(loop) & set(config)) - {"gate"}
+    # the run config spells the gate as fields, and names extra kinds by import path
+    shared = (set(loop) & set(config)) - {"gate", "kinds"}
     assert {"seed", "proposer", "components", "cost_weight", "text_optimizer",
             "weights_optimizer", "optimizers", "choice_costs"} <= shared
     for name in sorted(set(budget) | shared):
@@ -30,6 +31,9 @@ def test_every_shared_setting_has_one_default():
     assert (gate.kind, gate.confidence, gate.early_reject) == (
         config["gate"], config["gate_confidence"], config["early_reject"])
     assert gate == Gate()
+    # the run config generates the loop's settings: with every default, the loop's defaults
+    assert RunConfig().loop_settings({}) == LoopSettings()
+    assert {"temperature", "tau", "min_alignment_pairs"} <= set(budget)  # settable from YAML
 
 
 def test_the_defaults_are_the_affordable_cli_budget():

@@ -69,7 +69,7 @@ class LoopMethod:
 
     def run_config(self, sizes: Sequence[int], seed: int) -> Any:
         """The run config of one seed: this table on replay, split sizes ``sizes``."""
-        from coalign.job import parse_run_config
+        from coalign.runconfig import parse_run_config
 
         space, extra = self.space, dict(self.settings)
         raw = {"system": space.system, "data": space.dataset, "lm": f"replay:{self.table}",

@@ -40,6 +40,12 @@ class BudgetSpec(BaseModel):
     # split); None: all. Stage 1 is paid before the first validation: fewer inputs let the
     # loop act within a small budget, at the price of fewer pairs for the local rewards
     stage1_inputs: int | None = Field(None, ge=1)
+    # rollout sampling temperature, and tau of the exp(r / tau) samplers (choice, weights)
+    temperature: float = Field(1.0, gt=0)
+    tau: float = Field(1.0, gt=0)
+    # a component's stage-1 alignment decides whether it is drawn (min_alignment) only once
+    # measured on at least this many decisive pairs; fewer say nothing
+    min_alignment_pairs: int = Field(10, ge=1)
 
     @field_validator("rollout_n", "policy_samples")
     @classmethod

@@ -30,8 +30,8 @@ class LoopSettings:
     optimizers: Mapping[str, str] = field(default_factory=dict)
     text_optimizer: str = "opro"  # superseded by optimizers["text"]; still honoured
     weights_optimizer: str = "reinforce"  # superseded by optimizers["weights"]; still honoured
-    temperature: float = 1.0
-    tau: float = 1.0
+    temperature: float = _b("temperature")
+    tau: float = _b("tau")
     gate: Gate = field(default_factory=Gate)
     proposer: str | None = None
     components: Sequence[str] | None = None  # default: every component with params
@@ -42,7 +42,7 @@ class LoopSettings:
     # once it was measured on at least min_alignment_pairs decisive pairs (fewer say nothing)
     min_alignment: float = _b("min_alignment")
     completions: int = _b("completions")  # downstream completions per rollout candidate (m)
-    min_alignment_pairs: int = 10
+    min_alignment_pairs: int = _b("min_alignment_pairs")
     seed: int = 0
     # the param kinds the loop knows (``_kinds``): a new kind is one more entry here
     kinds: Mapping[str, ParamKind] = field(default_factory=lambda: KINDS)
