@@ -50,15 +50,15 @@ def toy_task():
     return Task(System("toy", [writer, pick, join], ["q"], "score"), lambda p, e: float(p), "s")
 
 
-def make_optimizer(tmp_path, lm, iterations=6):
+def make_optimizer(tmp_path, lm, iterations=6, **settings):
     task = toy_task()
     train = [Example(f"t{i}", {"q": f"train {i}"}, None) for i in range(6)]
     val = [Example(f"v{i}", {"q": f"val {i}"}, None) for i in range(4)]
     rt = Runtime(lms={"m": CachedLM(lm, tmp_path / "cache.sqlite")})
     reward = LocalRewardModel(HashingBackbone(64), {"writer": "writes", "pick": "picks"})
-    settings = LoopSettings(iterations=iterations, search_size=3, fresh_inputs=2, rollout_n=4,
-                            seed=1)
-    return Optimizer(task, train, val, rt, RunStore(tmp_path), reward, settings)
+    loop = LoopSettings(iterations=iterations, search_size=3, fresh_inputs=2, rollout_n=4,
+                        seed=1, **settings)
+    return Optimizer(task, train, val, rt, RunStore(tmp_path), reward, loop)
 
 
 def test_loop_improves_and_only_accepts_strict_gains(tmp_path):
@@ -92,6 +92,47 @@ def test_a_budget_stops_the_loop_after_the_step_that_spent_it(tmp_path):
     history = capped.run(budget=limit)
     assert len(history) == 2 and capped.account.equivalent_runs() == limit
     assert [r.accepted for r in history] == [r.accepted for r in full.history[:2]]
+
+
+def test_a_lazy_stage1_pays_one_component_before_each_step_and_validates_sooner(tmp_path):
+    upfront = make_optimizer(tmp_path / "upfront", writer_lm())
+    upfront.prepare()
+    stage1 = upfront.account.equivalent_runs("lrf_train")
+    lazy = make_optimizer(tmp_path / "lazy", writer_lm(), stage1="lazy")
+    lazy.prepare()
+    assert lazy.account.equivalent_runs("lrf_train") == 0 and not lazy.paid
+    first = lazy.iteration(0)
+    paid_first = lazy.account.equivalent_runs("lrf_train")
+    assert 0 < paid_first < stage1 and len(lazy.paid) == 1
+    assert first.component in lazy.paid or first.state.name == "NO_REWARD"
+    lazy.iteration(1)
+    assert set(lazy.paid) == {"writer", "pick"}  # every component with params, one a step
+    assert sorted(lazy.store.get_meta("stage1_paid").values()) == [0, 1]
+    lazy.store.close()
+    # resumed, it pays nothing again: the payments are in the ledger's checkpoint
+    resumed = make_optimizer(tmp_path / "lazy", writer_lm(), stage1="lazy")
+    resumed.prepare()
+    assert set(resumed.paid) == {"writer", "pick"}
+    spent = resumed.account.equivalent_runs("lrf_train")
+    resumed.iteration(2)
+    assert resumed.account.equivalent_runs("lrf_train") == spent
+    resumed.store.close()
+
+
+def test_a_lazy_payment_killed_before_its_step_is_paid_again(tmp_path):
+    lazy = make_optimizer(tmp_path, writer_lm(), stage1="lazy")
+    lazy.prepare()
+    lazy.iteration(0)
+    first = dict(lazy.paid)
+    lazy._pay_next(1)  # the next payment, then the process dies before step 1 is written
+    assert len(lazy.paid) == 2
+    lazy.store.close()
+    resumed = make_optimizer(tmp_path, writer_lm(), stage1="lazy")
+    resumed.prepare()
+    assert resumed.paid == first  # the lost payment is not taken for paid
+    resumed.iteration(1)
+    assert len(resumed.paid) == 2
+    resumed.store.close()
 
 
 def test_killed_loop_resumes_without_losing_steps_or_repeating_calls(tmp_path):

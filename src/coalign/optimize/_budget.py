@@ -7,7 +7,7 @@ candidates on 4 train inputs and adapting on the pairs of 4 fresh ones.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -40,6 +40,10 @@ class BudgetSpec(BaseModel):
     # split); None: all. Stage 1 is paid before the first validation: fewer inputs let the
     # loop act within a small budget, at the price of fewer pairs for the local rewards
     stage1_inputs: int | None = Field(None, ge=1)
+    # upfront: stage 1 rolls out every component before the first step (the reference);
+    # lazy: one component's rollouts are paid before each of the first steps, so validation
+    # starts after the first component's (an anytime loop at small budgets)
+    stage1: Literal["upfront", "lazy"] = "upfront"
     # rollout sampling temperature, and tau of the exp(r / tau) samplers (choice, weights)
     temperature: float = Field(1.0, gt=0)
     tau: float = Field(1.0, gt=0)

@@ -110,6 +110,8 @@ class Optimizer:
         self.rejected: frozenset[Tried] = frozenset()
         # per slot, train inputs whose search windows proposed no change since then (rule 19)
         self.unchanged: dict[tuple[str, str], frozenset[int]] = {}
+        # lazy stage 1: component -> the iteration its stage-1 rollouts were paid before
+        self.paid: dict[str, int] = {}
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -119,7 +121,8 @@ class Optimizer:
         if self._start is not None:
             return
         self._start = self._resume()
-        if self._start == 0 and not self.store.get_meta("stage1_done"):
+        lazy = self.s.stage1 == "lazy"
+        if self._start == 0 and not lazy and not self.store.get_meta("stage1_done"):
             self._stage1(progress)
         self._validate_current(progress)
 
@@ -148,8 +151,11 @@ class Optimizer:
         return self.history
 
     def iteration(self, t: int) -> StepRecord:
-        """Run step ``t`` from where the run stands and commit its outcome."""
+        """Run step ``t`` from where the run stands and commit its outcome (with a lazy stage 1,
+        first the next component's stage-1 rollouts, if one is left)."""
         t0 = time.perf_counter()
+        if self.s.stage1 == "lazy":
+            self._pay_next(t)
         at = Position(self.config, dict(self.policies), dict(self.val_traces), self.rejected,
                       self.reward, dict(self.unchanged))
         return self._commit(t, step(t, self._env(), at), t0)
@@ -199,12 +205,15 @@ class Optimizer:
         return [dataclasses.replace(sp, m=self.s.completions) for sp in specs]
 
     def _collect(self, examples: Sequence[Example], tag: str,
-                 progress: Progress | None = None) -> list:
+                 progress: Progress | None = None,
+                 components: Sequence[str] | None = None) -> list:
+        """Rollout pairs of ``components`` (default: every target) on ``examples``."""
         rt = self.runtime_for(self.policies)
         base = {e.id: self.system.run(e.id, e.inputs, self.config, rt) for e in examples}
         self.account.add_traces(tag, base.values())
         pairs = []
-        specs = {c: self._specs(c) for c in dict.fromkeys(c for c, _ in self.targets)}
+        names = components or dict.fromkeys(c for c, _ in self.targets)
+        specs = {c: self._specs(c) for c in names}
         specs = {c: sp for c, sp in specs.items() if sp}
         done, total = 0, len(examples) * len(specs)
 
@@ -230,8 +239,7 @@ class Optimizer:
         return self._ckpt
 
     def _stage1(self, progress: Progress | None = None) -> None:
-        inputs = self.train[: self.s.stage1_inputs] if self.s.stage1_inputs else self.train
-        pairs = self._collect(inputs, "lrf_train", progress)
+        pairs = self._collect(self._stage1_inputs(), "lrf_train", progress)
         alignment = cross_validated_alignment(self.reward, pairs)
         if alignment:
             self.store.set_meta("lrf_alignment", alignment)
@@ -241,6 +249,36 @@ class Optimizer:
             self.store.set_meta("stage1_checkpoint", self._checkpoint("stage1"))
             self.store.set_meta("stage1_account", self.account.to_json())
             self.store.set_meta("stage1_done", True)
+
+    def _stage1_inputs(self) -> list[Example]:
+        return self.train[: self.s.stage1_inputs] if self.s.stage1_inputs else self.train
+
+    def _pay_next(self, t: int) -> None:
+        """Lazy stage 1, before step ``t``: the next component (in a seeded order) without
+        stage-1 pairs gets them under the current config, its head is fitted beside the others
+        (from scratch, so a payment made again fits the same head), and its alignment joins
+        the others'. A payment counts once step ``t``'s row is written (or, before any row,
+        once recorded): one killed before it is paid again, from the response cache."""
+        order = list(dict.fromkeys(c for c, _ in self.targets))
+        random.Random(f"{self.s.seed}:stage1").shuffle(order)
+        todo = [c for c in order if c not in self.paid]
+        if not todo or t in self.paid.values():
+            return
+        pairs = self._collect(self._stage1_inputs(), "lrf_train", components=todo[:1])
+        alignment = {**(self.store.get_meta("lrf_alignment") or {}),
+                     **cross_validated_alignment(self.reward, pairs)}
+        tied = set(self.store.get_meta("stage1_tied") or [])
+        if any(not p.is_tie for p in pairs):
+            self.reward.fit(pairs, keep=True)
+        else:  # all ties: no head, and it is not drawn
+            tied.add(todo[0])
+        self.paid[todo[0]] = t
+        with self.store.transaction():
+            self.store.set_meta("lrf_alignment", alignment)
+            self.store.set_meta("stage1_paid", self.paid)
+            self.store.set_meta("stage1_tied", sorted(tied))
+            self.store.set_meta("stage1_checkpoint", self._checkpoint(f"stage1-{todo[0]}"))
+            self.store.set_meta("stage1_account", self.account.to_json())
 
     def _resume(self) -> int:
         """Restore config, policies, costs and reward model from the last ledger entry."""
@@ -262,6 +300,10 @@ class Optimizer:
         if self._ckpt:
             self.reward = load_reward_model(self.store.inside(self._ckpt),
                                             self.reward.backbone)
+        # lazy stage 1: the payments the restored reward model holds: those made before a
+        # written step row (a later one is paid again), or with no row yet the one recorded
+        paid = checked_meta(self.store, "stage1_paid", dict) or {}
+        self.paid = {c: int(i) for c, i in paid.items() if not steps or i <= steps[-1][0]}
         return steps[-1][0] + 1 if steps else 0
 
     def _validate_current(self, progress: Progress | None = None) -> None:

@@ -126,14 +126,17 @@ class LocalRewardModel(BaseRewardModel):
             return head(emb, feats).double().numpy()
 
     # ---- stage 1 ---------------------------------------------------------------------------
-    def fit(self, pairs: Sequence[PreferencePair]) -> FitReport:
-        """Train one head per component from scratch on ``pairs`` (ties are skipped)."""
+    def fit(self, pairs: Sequence[PreferencePair], *, keep: bool = False) -> FitReport:
+        """Train one head per component from scratch on ``pairs`` (ties are skipped).
+        ``keep``: the other components' heads and replayed pairs stay (a loop paying stage 1
+        one component at a time); by default the model starts over."""
         report = FitReport(ties_skipped=sum(p.is_tie for p in pairs))
         groups = _group(pairs)
         if not groups:
             raise DataError("reward model fit got no non-tie preference pairs; collect pairs first")
-        self.buffer = ReplayBuffer(self.config.buffer_size, self.config.seed)
-        self._rng = random.Random(self.config.seed)
+        if not keep:
+            self.buffer = ReplayBuffer(self.config.buffer_size, self.config.seed)
+            self._rng = random.Random(self.config.seed)
         for component, comp_pairs in groups.items():
             data = self._tensors(component, comp_pairs, report)
             head = make_head(
