@@ -7,7 +7,7 @@ judge with in-context examples, embedding similarity to a known-good output, and
 efficiency (12.5/25/50/100% of the train pairs) and training throughput. Collection goes through
 the response cache in the run directory, so a rerun repeats no LLM call.
 
-    python benchmarks/alignment.py [--quick] [--json PATH] [--run-dir DIR]
+    python -m benchmarks.alignment [--quick] [--json PATH] [--run-dir DIR]
         [--train N] [--held-out N] [--n N] [--backbone minilm|hashing|qwen]
 
 ``--table DIR`` measures on a replay table's pairs instead (no LLM call; alignment_table.py).
@@ -16,10 +16,10 @@ the response cache in the run directory, so a rerun repeats no LLM call.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
+from benchmarks._results import add_json_option, write_result
 from coalign.data import Example, load_hotpotqa, split
 from coalign.pairs import PreferencePair
 from coalign.rewards import (
@@ -84,7 +84,7 @@ def known_good(task: Task, examples: list[Example]) -> dict[str, dict[str, dict]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", type=Path)
+    add_json_option(parser)
     parser.add_argument("--run-dir", type=Path, default=Path("runs/alignment"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--train", type=int, help="train questions (full: 45)")
@@ -111,7 +111,7 @@ def main() -> None:
                              "(and keep them)")
     args = parser.parse_args()
     if args.table:
-        from alignment_table import run
+        from benchmarks.alignment_table import run
 
         run(args.table, seed=args.seed, backbone=args.backbone, train_share=args.train_share,
             json_path=args.json, use_embedding=not args.no_embedding, judge=args.judge,
@@ -183,7 +183,7 @@ def main() -> None:
     print(f"training throughput: {report.pairs_per_s:.0f} pairs/s; wall {result['wall_s']:.0f} s; "
           f"LLM calls {judge_lm.misses} made, {judge_lm.hits} from the response cache")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+        write_result(args.json, result)
 
 
 if __name__ == "__main__":

@@ -19,13 +19,12 @@ are scored on the same sample beside it.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks._results import write_result
 from coalign.data import Example, normalize_answer, split
 from coalign.pairs import PreferencePair
 from coalign.rewards import (
@@ -114,7 +113,7 @@ def judge_rows(table_dir: Path, table: Table, descriptions: dict[str, str],
                seed: int) -> dict[str, dict]:
     """Per component: the judge's held-out accuracy on a sample of ``per_component`` decisive
     pairs, and every other ranker's on the same sample."""
-    from table_judge import close_judge, judge_ranker, sample_pairs
+    from benchmarks.table_judge import close_judge, judge_ranker, sample_pairs
 
     sample = sample_pairs(test, per_component, seed)
     judge, lm = judge_ranker(table_dir, table.space, descriptions, train, live=live, seed=seed)
@@ -220,9 +219,7 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
               "components": rows, "mean": mean, **({"judge": judged} if judge else {}),
               "efficiency": {str(k): v for k, v in efficiency.items()},
               "train_pairs_per_s": report.pairs_per_s, "pairs_s": pairs_s,
-              "wall_s": time.perf_counter() - t0,
-              "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                       text=True).stdout.strip()}
+              "wall_s": time.perf_counter() - t0}
     print(f"{system}: {len(questions)} questions ({n_train} train), pairs in {pairs_s:.0f} s")
     print(f"{'component':<18} {'pairs':>6} {'ties':>6} {'train':>6} {'LRF':>6} {'/input':>6} "
           f"{'embed':>6} {'random':>6}   per input: " + ", ".join(acc))
@@ -242,6 +239,5 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
     print("mean per-input: " + ", ".join(f"{n} {mean[f'{n}_per_input']:.3f}" for n in acc))
     print("data efficiency: " + ", ".join(f"{k:g}: {v:.3f}" for k, v in efficiency.items()))
     if json_path:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(result, indent=2))
+        result = write_result(json_path, result)
     return result

@@ -1,6 +1,6 @@
 """ARCO benchmark: decomposition error, credit assignment and policy EM on CPU.
 
-Usage: ``PYTHONPATH=src python benchmarks/arco.py [--quick] --json out.json``
+Usage: ``python -m benchmarks.arco [--quick] --json out.json``
 
 One run trains, on the generated multi-hop world, the warm-up policy, outcome-reward REINFORCE,
 ARCO (K=3), its ablations (no rubric text = scalar process reward, fixed dataset-level
@@ -15,17 +15,15 @@ import argparse
 import json
 import math
 import os
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from coalign.data import make_world  # noqa: E402
-from coalign.data._base import split  # noqa: E402
-from coalign.rubric import (  # noqa: E402
+from benchmarks._results import add_json_option, write_result
+from coalign.data import make_world
+from coalign.data._base import split
+from coalign.rubric import (
     CoevolveConfig,
     ExperimentConfig,
     Policy,
@@ -118,7 +116,7 @@ def _fmt(x: float) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (< 10 minutes)")
-    ap.add_argument("--json", type=Path, help="write the figures here")
+    add_json_option(ap)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads (1 is fastest for these tiny tensors on a busy machine)")
@@ -134,7 +132,7 @@ def main() -> None:
                    "threads": args.threads}
         print(json.dumps(figures, indent=2))
         if args.json:
-            args.json.write_text(json.dumps(figures, indent=2))
+            write_result(args.json, figures)
         return
     size = SIZES["quick" if args.quick else "full"]
     t0 = time.perf_counter()
@@ -180,10 +178,7 @@ def main() -> None:
         print(f"  {k:<22}{_fmt(v)}")
     print(f"wall time {figures['wall_s']:.0f}s")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.json.with_suffix(".tmp")
-        tmp.write_text(json.dumps(figures, indent=2))
-        os.replace(tmp, args.json)
+        write_result(args.json, figures)
 
 
 if __name__ == "__main__":

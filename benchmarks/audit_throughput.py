@@ -7,7 +7,7 @@ RSS belongs to one file. A third subprocess imports the package and stops, for t
 A fourth loads the small file as ``PreferencePair`` objects (untimed) and times
 ``audit_preferences`` on that list.
 
-    python benchmarks/audit_throughput.py [--quick] --json results.json
+    python -m benchmarks.audit_throughput [--quick] --json results.json
 
 ``pairs_per_s`` is pairs / CPU seconds of the audit process on the large file (CPU time, not
 wall time, because the machine may be shared); wall-clock rates are reported alongside.
@@ -28,7 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks._results import ROOT, add_json_option, write_result
+
 CONTRACT = ROOT / "examples" / "audit" / "fixture_contract.json"
 WORDS = ("the answer depends on context and the evidence shown to the rater who may prefer "
          "fluent text over a correct cautious reply so labels need care").split()
@@ -83,10 +84,9 @@ def worker(path: str | None, objects: bool = False) -> None:
 
 
 def run_worker(path: Path | None, objects: bool = False) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    args = [sys.executable, __file__, "--objects" if objects else "--worker",
-            str(path) if path else "-"]
-    done = subprocess.run(args, capture_output=True, text=True, env=env, check=True)
+    args = [sys.executable, "-m", "benchmarks.audit_throughput",
+            "--objects" if objects else "--worker", str(path) if path else "-"]
+    done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -94,14 +94,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="5k and 100k pairs (default: 20k and 500k)")
-    parser.add_argument("--json", type=Path, help="write results here")
+    add_json_option(parser)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--objects", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker or args.objects:
         worker(None if args.worker == "-" else args.worker or args.objects, bool(args.objects))
         return
-    sys.path.insert(0, str(ROOT / "src"))
     # Turn SIGTERM into an exception so the temporary folder (hundreds of MB) is removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = (5_000, 100_000) if args.quick else (20_000, 500_000)
@@ -134,7 +133,7 @@ def main() -> None:
               "pairs_per_s_wall": rows[-1]["pairs_per_s_wall"],
               "baseline_rss_mb": baseline, "runs": rows, "quick": args.quick}
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        write_result(args.json, result)
 
 
 if __name__ == "__main__":

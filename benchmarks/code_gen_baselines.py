@@ -6,17 +6,16 @@ its code generator's output, scored by the same hidden tests in the same sandbox
 single LLM's. Prints both with 95% bootstrap intervals and their paired difference; also how
 often the reviser ran (the executor reported a failure) and changed the code.
 
-    python benchmarks/code_gen_baselines.py benchmarks/tables/code_gen \
+    python -m benchmarks.code_gen_baselines benchmarks/tables/code_gen \
         --json benchmarks/results/replay/code_gen-baselines.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 from pathlib import Path
 
+from benchmarks._results import add_json_option, write_result
 from coalign.optimize._gate import paired_bootstrap
 from coalign.runner import evaluate
 from coalign.runtime import Runtime
@@ -26,7 +25,7 @@ from coalign.tables import Table
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("table", type=Path)
-    ap.add_argument("--json", type=Path)
+    add_json_option(ap)
     args = ap.parse_args()
     table = Table(args.table)
     task = table.space.task()
@@ -49,14 +48,10 @@ def main() -> None:
     print(f"system - generator alone: {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}] on {len(problems)} "
           f"problems; reviser ran on {sum(ran)}, changed the code on {sum(revised)}")
     if args.json:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
+        write_result(args.json, {
             "table": str(args.table), "space": table.space.digest, "problems": len(problems),
-            "commit": commit, "rows": rows,
-            "paired": {"mean": d[0], "ci95": [d[1], d[2]], "p_better": d[3]},
-            "reviser_ran": sum(ran), "reviser_changed": sum(revised)}, indent=2))
+            "rows": rows, "paired": {"mean": d[0], "ci95": [d[1], d[2]], "p_better": d[3]},
+            "reviser_ran": sum(ran), "reviser_changed": sum(revised)})
 
 
 if __name__ == "__main__":

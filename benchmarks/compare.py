@@ -10,7 +10,7 @@ resumes; each finished row (per-question test scores included) also goes to a re
 against it on a fresh machine. With the benchmark extra installed, DSPy's MIPROv2 and GEPA get
 the same budget too (``--no-dspy`` skips them).
 
-    python benchmarks/compare.py [--quick] [--json PATH] [--run-dir DIR] [--seeds 0 1 ...]
+    python -m benchmarks.compare [--quick] [--json PATH] [--run-dir DIR] [--seeds 0 1 ...]
         [--methods coalign random_search ...] [--status]
 """
 
@@ -18,20 +18,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
-import sys
 from pathlib import Path
 
-from coalign.data import split as split_examples
-from coalign.job import Job, RunConfig, parse_run_config
-from coalign.optimize import reinforce_search
-from coalign.optimize._baselines import random_search
-from coalign.runner import evaluate, load_dataset
-from coalign.store import RunStore
-from coalign.systems import SYSTEMS as SYSTEM_FACTORIES
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # compare_rows, next to this script
-from compare_rows import (  # noqa: E402
+from benchmarks._results import add_json_option, write_result
+from benchmarks.compare_rows import (
     RESULTS_DIR,
     SavedRows,
     diff,
@@ -44,6 +34,13 @@ from compare_rows import (  # noqa: E402
     versus_line,
     with_differences,
 )
+from coalign.data import split as split_examples
+from coalign.job import Job, RunConfig, parse_run_config
+from coalign.optimize import reinforce_search
+from coalign.optimize._baselines import random_search
+from coalign.runner import evaluate, load_dataset
+from coalign.store import RunStore
+from coalign.systems import SYSTEMS as SYSTEM_FACTORIES
 
 SYSTEMS = {"multihop_qa": "hotpotqa", "pubmedqa_select": "pubmedqa"}
 # --quick tunes only each system's last LLM step: its rollouts need no downstream LLM call
@@ -263,7 +260,7 @@ def dspy_row(method: str, task, splits, runtime, store, budget: float, seed: int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", type=Path)
+    add_json_option(parser)
     parser.add_argument("--run-dir", type=Path, default=Path("runs/compare"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS))
@@ -284,7 +281,7 @@ def main() -> None:
     if args.status:
         found = status(args, run_dir, results_dir)
         if args.json:  # the rows finished so far, in the same shape
-            args.json.write_text(json.dumps(found, indent=2))
+            write_result(args.json, found)
         return
     if args.dspy and not HAS_DSPY:
         parser.error("--dspy needs the benchmark extra: pip install 'coalign[bench]'")
@@ -309,7 +306,7 @@ def main() -> None:
             for method, d in row.get("diff_vs", {}).items():
                 print(versus_line(method, d))
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        write_result(args.json, results)
 
 
 if __name__ == "__main__":

@@ -11,27 +11,22 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks._results import ROOT, git, write_json
 from coalign.optimize import paired_bootstrap
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results" / "compare"
 
 
 def code_version() -> str | None:
     """The commit the rows were measured on ("+dirty" with uncommitted changes), if git knows."""
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--",
-                                "src", "benchmarks/compare.py", "benchmarks/compare_rows.py"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
+    head = git("rev-parse", "--short", "HEAD")
+    dirty = git("status", "--porcelain", "--", "src", "benchmarks/compare.py",
+                "benchmarks/compare_rows.py")
+    if head is None or dirty is None:
         return None
     return head + ("+dirty" if dirty else "")
 
@@ -63,9 +58,7 @@ class SavedRows:
             fcntl.flock(lock, fcntl.LOCK_EX)
             rows = self.rows()
             rows[method] = row
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"name": self.path.stem, "rows": rows}, indent=1) + "\n")
-            os.replace(tmp, self.path)
+            write_json(self.path, {"name": self.path.stem, "rows": rows}, indent=1)
 
 
 def stored_row(store, saved: SavedRows, method: str) -> dict | None:

@@ -5,7 +5,7 @@ F1 varies by about 0.45). This loads each saved program (and the unoptimized one
 same ``--test`` HotpotQA dev questions from ``--offset`` with each, and reports mean F1 and, for
 every two of them, the paired difference with a 95% bootstrap interval over questions.
 
-    COALIGN_LM_THREADS=1 python benchmarks/dspy_heldout.py \
+    COALIGN_LM_THREADS=1 python -m benchmarks.dspy_heldout \
         benchmarks/results/dspy/multihop_qa_12q_rule12_on.program.json \
         benchmarks/results/dspy/multihop_qa_12q_rule12_off.program.json \
         --offset 12 --test 48 --json benchmarks/results/dspy/rule12_heldout.json
@@ -14,22 +14,16 @@ every two of them, the paired difference with a 95% bootstrap interval over ques
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import dspy
 import numpy as np
 
+from benchmarks._results import ROOT, add_json_option, write_result
 from coalign.dspy import CoalignLM
 from coalign.optimize._gate import paired_bootstrap
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "examples"))
-
-from dspy_program import MultiHopQA, examples, f1  # noqa: E402
+from examples.dspy_program import MultiHopQA, examples, f1
 
 
 def paired(a: list[float], b: list[float]) -> dict:
@@ -47,7 +41,7 @@ def main() -> None:
     parser.add_argument("--test", type=int, default=48)
     parser.add_argument("--model", default="qwen2.5-0.5b")
     parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "dspy_heldout" / "lm.sqlite")
-    parser.add_argument("--json", type=Path)
+    add_json_option(parser)
     args = parser.parse_args()
     args.cache.parent.mkdir(parents=True, exist_ok=True)
     lm = CoalignLM(args.model, cache=args.cache, max_tokens=48)  # as the example's runs
@@ -76,14 +70,12 @@ def main() -> None:
         print(f"{key}: {d['mean']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] "
               f"({d['questions_better']} better, {d['questions_worse']} worse)")
     if args.json:
-        args.json.write_text(json.dumps({
+        write_result(args.json, {
             "questions": {"offset": args.offset, "n": args.test,
                           "source": "HotpotQA dev (shared/data), rows offset..offset+n-1"},
             "model": args.model, "mean_f1": {n: float(np.mean(s)) for n, s in scores.items()},
             "paired": versus, "per_question": scores,
-            "seconds": time.perf_counter() - t0,
-            "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                     text=True).stdout.strip()}, indent=2) + "\n")
+            "seconds": time.perf_counter() - t0})
 
 
 if __name__ == "__main__":

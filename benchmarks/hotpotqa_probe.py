@@ -6,7 +6,7 @@ live on HotpotQA questions 200..239 of ``hotpotqa_dev_unified.jsonl``: after the
 probe finds. It chose the wide space's new answer candidate (labelled demos);
 ``table_space.py multihop_qa_wide`` builds that candidate the same way.
 
-    COALIGN_LM_THREADS=2 python benchmarks/hotpotqa_probe.py \
+    COALIGN_LM_THREADS=2 python -m benchmarks.hotpotqa_probe \
         --json benchmarks/results/replay/probe-hotpotqa.json
 """
 
@@ -17,8 +17,8 @@ import json
 import time
 from pathlib import Path
 
-from table_space import LABELLED, labelled_demos
-
+from benchmarks._results import add_json_option, write_result
+from benchmarks.table_space import LABELLED, labelled_demos
 from coalign.params import TextValue
 from coalign.runner import build_runtime, load_dataset
 from coalign.systems import multihop_qa
@@ -33,7 +33,7 @@ QUOTE = ("Copy from the passages the one or two sentences that answer the questi
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=Path("runs/probe/lm_cache.sqlite"))
-    parser.add_argument("--json", type=Path)
+    add_json_option(parser)
     args = parser.parse_args()
     examples = load_dataset("hotpotqa")
     probe, outside = examples[200:240], examples[-48:]
@@ -76,9 +76,8 @@ def main() -> None:
             print(f"{up_name:24s} {ans_name:20s} {rows[-1]['f1']:.3f}  "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"questions": [e.id for e in probe],
-                                         "labelled_demos": labelled, "rows": rows}, indent=1))
+        write_result(args.json, {"questions": [e.id for e in probe],
+                                 "labelled_demos": labelled, "rows": rows}, indent=1)
 
 
 if __name__ == "__main__":

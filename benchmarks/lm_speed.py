@@ -5,23 +5,19 @@ speed (a call with max_tokens=1) and decode speed (a call generating up to N tok
 estimated prefill). Each measurement uses a prompt with a fresh first word, so llama.cpp cannot
 reuse a cached prefix beyond the chat template's fixed opening.
 
-    PYTHONPATH=src python benchmarks/lm_speed.py [--quick] [--json out.json]
+    python -m benchmarks.lm_speed [--quick] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from coalign.lm import LlamaCpp, ModelPool, ModelResolver, chat  # noqa: E402
+from benchmarks._results import add_json_option, write_result
+from coalign.lm import LlamaCpp, ModelPool, ModelResolver, chat
 
 MODELS = ("smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b")
 PASSAGE = (
@@ -80,7 +76,7 @@ def measure(model: str, decode_tokens: int, reps: int, threads: int | None) -> d
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 repetition, 32 decoded tokens")
-    parser.add_argument("--json", type=Path, help="write results here")
+    add_json_option(parser)
     parser.add_argument("--threads", type=int, help="llama.cpp threads (default: automatic)")
     parser.add_argument("--models", nargs="+", default=list(MODELS), help="models to measure")
     args = parser.parse_args()
@@ -110,8 +106,7 @@ def main() -> None:
         f"{env['load_avg_1m']} at end; {reps} rep(s), median)"
     )
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"env": env, "results": rows}, indent=2) + "\n")
+        write_result(args.json, {"env": env, "results": rows})
 
 
 if __name__ == "__main__":

@@ -5,17 +5,16 @@ split sizes, ``rollout_n: 0``) and this prints the equivalent full-system runs s
 1 (baseline runs and rollouts for the preference pairs) is paid for, then each step: its
 component, the runs spent after it, validation before and after, and its outcome. No LLM call.
 
-    python benchmarks/loop_trace.py benchmarks/tables/code_gen_chunked --seeds 3 \
+    python -m benchmarks.loop_trace benchmarks/tables/code_gen_chunked --seeds 3 \
         --limit 600 --json benchmarks/results/replay/trace-code_gen_chunked.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 from pathlib import Path
 
+from benchmarks._results import add_json_option, write_result
 from coalign.compare import LoopMethod, coalign_method, split_sizes
 from coalign.tables import CandidateSpace
 
@@ -38,7 +37,7 @@ def main() -> None:
     ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5])
     ap.add_argument("--limit", type=float, default=600, help="stop after this many runs")
     ap.add_argument("--iterations", type=int, default=200)
-    ap.add_argument("--json", type=Path)
+    add_json_option(ap)
     args = ap.parse_args()
     space = CandidateSpace.load(args.table)
     sizes = split_sizes(len(space.questions), args.split)
@@ -57,12 +56,9 @@ def main() -> None:
           + "; first acceptance at: " + ", ".join("-" if f is None else f"{f:.0f}"
                                                   for f in first))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
+        write_result(args.json, {
             "table": str(args.table), "split": list(sizes), "limit": args.limit,
-            "seeds": seeds, "first_acceptance": first,
-            "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                     text=True).stdout.strip()}, indent=1))
+            "seeds": seeds, "first_acceptance": first}, indent=1)
 
 
 if __name__ == "__main__":

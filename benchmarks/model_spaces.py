@@ -5,8 +5,8 @@ task model first, as the starting value) beside a few of the donor space's promp
 which were made without the pool. ``--probe N`` writes the same space over N questions outside
 every table's pool instead (the headroom probe that decides whether the space is built).
 
-    python benchmarks/model_spaces.py code_gen_models --out benchmarks/tables/code_gen_models
-    python benchmarks/model_spaces.py code_gen_models --probe 30 \\
+    python -m benchmarks.model_spaces code_gen_models --out benchmarks/tables/code_gen_models
+    python -m benchmarks.model_spaces code_gen_models --probe 30 \\
         --out benchmarks/tables/probe-code_gen_models
 """
 

@@ -12,33 +12,29 @@ every LLM output comes from that replay table instead (no LLM call): the session
 table's finished questions and the single-LLM row, whose prompt the table does not hold, is left
 out.
 
-    PYTHONPATH=src python benchmarks/next_item_baselines.py [--limit N] [--json P]
-    python benchmarks/next_item_baselines.py --table benchmarks/tables/next_item \
+    python -m benchmarks.next_item_baselines [--limit N] [--json P]
+    python -m benchmarks.next_item_baselines --table benchmarks/tables/next_item \
         --json benchmarks/results/replay/next_item-baselines.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from coalign.component import ItemDecider, LLMComponent  # noqa: E402
-from coalign.component._decider import FEATURES, named_pick  # noqa: E402
-from coalign.data import get_metric, load_amazon_sessions  # noqa: E402
-from coalign.runner import CACHE_NAME, REPLAY, build_runtime, evaluate  # noqa: E402
-from coalign.system import System  # noqa: E402
-from coalign.systems import next_item  # noqa: E402
-from coalign.tables import Table  # noqa: E402
-from coalign.task import Task  # noqa: E402
+from benchmarks._results import add_json_option, write_result
+from coalign.component import ItemDecider, LLMComponent
+from coalign.component._decider import FEATURES, named_pick
+from coalign.data import get_metric, load_amazon_sessions
+from coalign.runner import CACHE_NAME, REPLAY, build_runtime, evaluate
+from coalign.system import System
+from coalign.systems import next_item
+from coalign.tables import Table
+from coalign.task import Task
 
 PICK = ("The shopper clicked the session's products in order. Which numbered candidate will "
         "they click next? Reply with its number only.")
@@ -75,7 +71,7 @@ def main() -> None:
     ap.add_argument("--run-dir", type=Path, default=Path("runs/next_item_baselines"))
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--table", type=Path, help="replay table to answer every LLM call")
-    ap.add_argument("--json", type=Path)
+    add_json_option(ap)
     args = ap.parse_args()
     table = Table(args.table) if args.table else None
     examples = (table.finished() if table else
@@ -114,17 +110,13 @@ def main() -> None:
         lo, hi = r["ci95"]
         print(f"{r['method']:<32} {r['accuracy']:>8.3f}  [{lo:.3f}, {hi:.3f}]  {r['n']}")
     if args.json:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         source = ({"table": str(args.table), "space": table.space.digest} if table else
                   {"split": args.split, "model": args.model})
-        args.json.write_text(json.dumps({**source, "sessions": len(examples),
-                                         "commit": commit,
-                                         # on a table every call is a replayed answer
-                                         ("replayed_calls" if table else "llm_calls"):
-                                             meter.total().calls,
-                                         "rows": rows}, indent=2))
+        write_result(args.json, {**source, "sessions": len(examples),
+                                 # on a table every call is a replayed answer
+                                 ("replayed_calls" if table else "llm_calls"):
+                                     meter.total().calls,
+                                 "rows": rows})
 
 
 if __name__ == "__main__":

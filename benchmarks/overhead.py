@@ -5,17 +5,16 @@ measured is the framework's own work per component call (prompt rendering, dispa
 parsing). DSPy uses its ``DummyLM`` with ``dspy.Predict`` modules; coalign uses ``LLMComponent``s
 in a ``System`` with a no-op LM backend. Needs the ``bench`` extra for DSPy.
 
-    python benchmarks/overhead.py [--quick] [--json PATH]
+    python -m benchmarks.overhead [--quick] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
-from pathlib import Path
 
+from benchmarks._results import add_json_option, write_result
 from coalign.component import LLMComponent
 from coalign.lm import LMRequest, LMResponse
 from coalign.runtime import Runtime
@@ -87,7 +86,7 @@ def dspy_us_per_call(iterations: int, repeats: int) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
-    parser.add_argument("--json", type=Path, help="write results here")
+    add_json_option(parser)
     args = parser.parse_args()
     iterations, repeats = (500, 3) if args.quick else (3000, 5)
     ours = coalign_us_per_call(iterations, repeats)
@@ -97,8 +96,7 @@ def main() -> None:
     print(f"{'dspy':<10} {theirs:>22.1f}" if theirs is not None
           else f"{'dspy':<10} {'not installed (pip install .[bench])':>22}")
     if args.json:
-        args.json.write_text(json.dumps({"coalign_us_per_call": ours,
-                                         "dspy_us_per_call": theirs}, indent=2))
+        write_result(args.json, {"coalign_us_per_call": ours, "dspy_us_per_call": theirs})
 
 
 if __name__ == "__main__":

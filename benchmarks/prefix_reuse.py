@@ -7,18 +7,16 @@ the same calls on the same loaded model; the arms alternate per input, so machin
 both alike. Every output of one arm must equal the other's (reuse is exact, see
 ``coalign.lm._prefill``); the script fails if one differs.
 
-    COALIGN_LM_THREADS=1 python benchmarks/prefix_reuse.py --inputs 6 \
+    COALIGN_LM_THREADS=1 python -m benchmarks.prefix_reuse --inputs 6 \
         --json benchmarks/results/prefix_reuse.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import time
-from pathlib import Path
 
+from benchmarks._results import add_json_option, write_result
 from coalign.data import load_hotpotqa
 from coalign.lm import LlamaCpp, LMRequest, ModelPool
 from coalign.lm._base import Message
@@ -48,7 +46,7 @@ def main() -> None:
     parser.add_argument("--inputs", type=int, default=6)
     parser.add_argument("--samples", type=int, default=2)
     parser.add_argument("--model", default="qwen2.5-0.5b")
-    parser.add_argument("--json", type=Path)
+    add_json_option(parser)
     args = parser.parse_args()
     pool = ModelPool()
     arms = {"fresh": LlamaCpp(args.model, pool=pool, reuse_prefix=False),
@@ -81,14 +79,11 @@ def main() -> None:
     print(f"{calls} calls per arm, {prompt_tokens / calls:.0f} prompt tokens per call; every "
           f"output identical; speed-up {speedup:.2f}x")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
+        write_result(args.json, {
             "model": args.model, "inputs": args.inputs, "samples": args.samples,
             "instructions": len(INSTRUCTIONS), "calls_per_arm": calls,
             "prompt_tokens_per_call": prompt_tokens / calls, "chunk": PREFILL_CHUNK,
-            "seconds": seconds, "speedup": speedup, "outputs_identical": True,
-            "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                     text=True).stdout.strip()}, indent=2) + "\n")
+            "seconds": seconds, "speedup": speedup, "outputs_identical": True})
 
 
 if __name__ == "__main__":

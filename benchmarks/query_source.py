@@ -7,32 +7,28 @@ validation and test splits, reusing a copy of the run dir's response cache, and 
 paired F1 difference to the stored unoptimized traces, also split by whether the question found
 more, as many or fewer gold paragraphs than the query.
 
-    PYTHONPATH=src python benchmarks/query_source.py --run-dir runs/compare/full/multihop_qa-... \
+    python -m benchmarks.query_source --run-dir runs/compare/full/multihop_qa-... \
         [--quick] [--f1] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sqlite3
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from compare import diff  # noqa: E402
-
-from coalign.component._retriever import passage_text  # noqa: E402
-from coalign.data import split  # noqa: E402
-from coalign.job import RunConfig  # noqa: E402
-from coalign.retrieval import BM25Index  # noqa: E402
-from coalign.runner import CACHE_NAME, build_runtime, evaluate, load_dataset  # noqa: E402
-from coalign.store import RunStore  # noqa: E402
-from coalign.systems import models_of, multihop_qa  # noqa: E402
+from benchmarks._results import add_json_option, write_result
+from benchmarks.compare_rows import diff
+from coalign.component._retriever import passage_text
+from coalign.data import split
+from coalign.job import RunConfig
+from coalign.retrieval import BM25Index
+from coalign.runner import CACHE_NAME, build_runtime, evaluate, load_dataset
+from coalign.store import RunStore
+from coalign.systems import models_of, multihop_qa
 
 KS = (1, 2, 3, 5)
 
@@ -80,7 +76,7 @@ def main() -> None:
                     help="a multihop_qa run dir of benchmarks/compare.py")
     ap.add_argument("--f1", action="store_true", help="also run the system (LLM calls)")
     ap.add_argument("--quick", action="store_true", help="the first 5 val and test questions")
-    ap.add_argument("--json", type=Path)
+    add_json_option(ap)
     args = ap.parse_args()
     store = RunStore(args.run_dir)
     cfg = RunConfig.model_validate(store.get_meta("run_config"))
@@ -128,7 +124,7 @@ def main() -> None:
                     print(f"  {key} gold paragraphs: {g['questions']} questions, F1 "
                           f"{g['mean_diff']:+.3f} ({g['up']} up, {g['down']} down)")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+        write_result(args.json, result)
 
 
 if __name__ == "__main__":

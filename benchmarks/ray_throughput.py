@@ -6,7 +6,7 @@ llama.cpp uses every idle core); Ray runs ``--workers`` actors, each with its ow
 ``cores / workers`` CPUs. Model loading (and actor start) is timed apart from evaluation. The
 scores of the two must agree (greedy decoding); the table says whether they do.
 
-    PYTHONPATH=src python benchmarks/ray_throughput.py [--examples 24] [--workers 2]
+    python -m benchmarks.ray_throughput [--examples 24] [--workers 2]
         [--model qwen2.5-0.5b] [--ray local|ADDRESS] [--json out.json] [--quick]
 
 ``--quick``: 2 questions with SmolLM2-135M, a smoke test of the script, not a figure.
@@ -16,23 +16,20 @@ Run it on an otherwise idle machine: other processes on the cores distort both c
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from coalign.data import make_world  # noqa: E402
-from coalign.executors import BaseExecutor, ThreadExecutor  # noqa: E402
-from coalign.imports import load_task  # noqa: E402
-from coalign.runner import CACHE_NAME, build_runtime, evaluate  # noqa: E402
-from coalign.store import RunStore  # noqa: E402
-from coalign.systems import models_of  # noqa: E402
+from benchmarks._results import add_json_option, write_result
+from coalign.data import make_world
+from coalign.executors import BaseExecutor, ThreadExecutor
+from coalign.imports import load_task
+from coalign.runner import CACHE_NAME, build_runtime, evaluate
+from coalign.store import RunStore
+from coalign.systems import models_of
 
 
 def measure(name: str, make: Callable[[], BaseExecutor], task, examples, run_dir: Path
@@ -62,7 +59,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--model", default="qwen2.5-0.5b")
     ap.add_argument("--ray", default="local", help="local (start one here) or a cluster address")
-    ap.add_argument("--json", type=Path)
+    add_json_option(ap)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     if args.quick:
@@ -105,8 +102,7 @@ def main() -> None:
                "load_average": os.getloadavg()[0], "python": platform.python_version(),
                "ray_version": ray.__version__, "rows": rows, "speedup": speedup,
                "same_scores": same}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2))
+        write_result(args.json, out)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ writes per config: mean metric both ways, questions whose score differs, LLM out
 (a table built before prefix reuse was chunk-aligned can hold greedy outputs that a live call
 does not reproduce), and timings.
 
-    python benchmarks/replay_check.py benchmarks/tables/multihop_qa --questions 20 \
+    python -m benchmarks.replay_check benchmarks/tables/multihop_qa --questions 20 \
         --json benchmarks/results/replay/check-multihop_qa.json
 """
 
@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._results import add_json_option, write_result
 from coalign.runner import build_runtime, evaluate
 from coalign.systems import models_of
 from coalign.tables import Table
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=20)
     parser.add_argument("--configs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path)
+    add_json_option(parser)
     args = parser.parse_args()
     table = Table(args.table)
     examples = table.finished("greedy")[: args.questions]
@@ -74,12 +74,9 @@ def main() -> None:
                   f"scores differ {r['scores_differ']}/{r['questions']}  outputs differ "
                   f"{r['outputs_differ']}/{r['outputs']}  replay {t_rep:.2f} s, live "
                   f"{t_live:.0f} s")
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    result = {"table": str(args.table), "space": space.digest, "commit": commit, "rows": rows}
+    result = {"table": str(args.table), "space": space.digest, "rows": rows}
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        write_result(args.json, result, indent=1)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ full-system runs), and the config it returns scored on the seed's test questions
 budget, each method's mean test metric with a 95% bootstrap interval over seeds and the paired
 difference of the best two methods; writes the JSON and an anytime-curve SVG per table.
 
-    python benchmarks/replay_compare.py [TABLE ...] [--seeds 20] [--budgets 250 500 1000 2000]
+    python -m benchmarks.replay_compare [TABLE ...] [--seeds 20] [--budgets 250 500 1000 2000]
         [--split 0.2 0.3 0.5] [--workers 2] [--json benchmarks/results/replay/compare.json]
         [--svg-dir benchmarks/results/replay] [--per-instance [COMPONENT.PARAM ...]]
         [--cost-cap FRACTION]
@@ -29,14 +29,13 @@ within the cap, and coalign's gate refuses a step over it (run config ``cost_cap
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import (
     METHODS,
     MODEL_METHODS,
@@ -114,13 +113,12 @@ def main() -> None:
                     help="default: every Choice param of the table's space; alone: none")
     ap.add_argument("--workers", type=int, default=2, help="processes running seeds")
     ap.add_argument("--quick", action="store_true", help="3 seeds")
-    ap.add_argument("--json", type=Path)
+    add_json_option(ap)
     ap.add_argument("--svg-dir", type=Path)
     args = ap.parse_args()
     seeds = list(range(3 if args.quick else args.seeds))
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    results = {"commit": commit, "command": "python " + " ".join(sys.argv), "tables": {}}
+    commit = head_commit()  # the code that runs, not HEAD when it ends
+    results: dict = {"tables": {}}
     for directory in args.tables or find_tables():
         table = Table(directory)
         if not args.tables and not table.complete(args.level):
@@ -213,8 +211,7 @@ def main() -> None:
                                                 f"query, {len(seeds)} seeds"))
                 out["front_svg"] = str(path)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
+        write_result(args.json, results, commit=commit)
 
 
 if __name__ == "__main__":

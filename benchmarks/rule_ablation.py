@@ -6,7 +6,7 @@ its runs only. Prints, per budget, each variant's mean test metric [95% interval
 its paired difference to the default loop, plus what the runs did (equivalent runs spent until
 the loop stopped, validated and accepted steps); writes the JSON.
 
-    python benchmarks/rule_ablation.py benchmarks/tables/code_gen [--seeds 20] \
+    python -m benchmarks.rule_ablation benchmarks/tables/code_gen [--seeds 20] \
         [--variants default random-pick ...] \
         [--json benchmarks/results/replay/ablation-code_gen.json]
 
@@ -38,9 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import random
-import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -48,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import Lookup, Method, Split, Trajectory, coalign_method, compare, split_sizes
 from coalign.optimize import _base, _choice, _loop, _step
 from coalign.optimize._base import value_key
@@ -137,9 +136,9 @@ def main() -> None:
     ap.add_argument("--budgets", type=float, nargs="+", default=[250, 500, 1000, 2000])
     ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5])
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    ap.add_argument("--json", type=Path)
+    add_json_option(ap)
     args = ap.parse_args()
-    commit = _commit()  # the code that ran, not what HEAD is when it ends
+    commit = head_commit()  # the code that ran, not what HEAD is when it ends
     table = Table(args.table)
     rewards = table.rewards("greedy")
     lookup = Lookup.of_table(rewards, table.space)
@@ -156,7 +155,7 @@ def main() -> None:
     print(f"{table.space.system}: {len(rewards.questions)} questions, split {sizes}, "
           f"{args.seeds} seeds, {wall:.0f} s")
     out: dict[str, Any] = {
-        "table": str(args.table), "commit": commit, "metric": metric, "wall_s": wall,
+        "table": str(args.table), "metric": metric, "wall_s": wall,
         **result.to_json(), "paired_vs_default": {}, "runs": {}}
     print(f"{'variant':<18} " + " ".join(f"{b:>24g}" for b in result.budgets))
     for v in args.variants:
@@ -179,13 +178,7 @@ def main() -> None:
         print(f"{v:<18} {runs['spent']:>10.0f} {runs['steps']:>6.1f} {runs['validated']:>9.1f} "
               f"{runs['accepted']:>8.2f} {runs['stopped_early']:>13.1f}")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2))
-
-
-def _commit() -> str:
-    return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
+        write_result(args.json, out, commit=commit)
 
 
 if __name__ == "__main__":

@@ -13,21 +13,20 @@ and the per-question complementarity of models: on how many questions the cheape
 everywhere already reach the question's best reward, on how many only a config with a
 stronger model does, and on how many nothing scores.
 
-    python benchmarks/table_headroom.py benchmarks/tables/multihop_qa \
+    python -m benchmarks.table_headroom benchmarks/tables/multihop_qa \
         --json benchmarks/results/replay/headroom-multihop_qa.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks._results import add_json_option, write_result
 from coalign.compare import Lookup, model_slots
 from coalign.tables import Table, config_indices
 
@@ -75,7 +74,7 @@ def main() -> None:
     parser.add_argument("table", type=Path)
     parser.add_argument("--level", default="greedy")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path)
+    add_json_option(parser)
     args = parser.parse_args()
     table = Table(args.table)
     space = table.space
@@ -105,8 +104,6 @@ def main() -> None:
                     "picked": held_best, "picked_config": describe(configs[picked], space)},
         "ranked": sorted(((float(means[i]), describe(c, space)) for i, c in enumerate(configs)),
                          key=lambda t: -t[0])[:10],
-        "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                 text=True).stdout.strip(),
     }
     print(f"{n} questions, {len(configs)} configs evaluated on replay in {wall:.1f} s")
     print(f"start {means[0]:.3f}  best global {means[best]:.3f}  worst {means[worst]:.3f}  "
@@ -127,8 +124,7 @@ def main() -> None:
               f"stronger model is needed on {k['stronger_model_needed']}, nothing scores on "
               f"{k['nothing_scores']} (of {k['questions']})")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        write_result(args.json, result, indent=1)
 
 
 if __name__ == "__main__":

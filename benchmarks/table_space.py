@@ -11,10 +11,10 @@ problems come from MBPP's validation split. ``next_item``: the pool is the valid
 sessions, candidates come from train sessions. No pool question (and so no test question of any
 split drawn from it) shapes the candidates.
 
-    python benchmarks/table_space.py multihop_qa --out benchmarks/tables/multihop_qa
-    python benchmarks/table_space.py code_gen --out benchmarks/tables/code_gen --pool 100
-    python benchmarks/table_space.py next_item --out benchmarks/tables/next_item --pool 159
-    python benchmarks/table_space.py multihop_qa_wide --out benchmarks/tables/multihop_qa_wide
+    python -m benchmarks.table_space multihop_qa --out benchmarks/tables/multihop_qa
+    python -m benchmarks.table_space code_gen --out benchmarks/tables/code_gen --pool 100
+    python -m benchmarks.table_space next_item --out benchmarks/tables/next_item --pool 159
+    python -m benchmarks.table_space multihop_qa_wide --out benchmarks/tables/multihop_qa_wide
 """
 
 from __future__ import annotations

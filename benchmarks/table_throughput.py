@@ -15,14 +15,13 @@ every config (full-system runs = configs x questions) from an empty cache:
 builder rows named; the evaluate row, the baseline, always runs. Run it on an otherwise idle
 machine (stop a background build with SIGTERM, which seals its journal, and restart it after).
 
-    python benchmarks/table_throughput.py benchmarks/tables/multihop_qa --questions 2 \
+    python -m benchmarks.table_throughput benchmarks/tables/multihop_qa --questions 2 \
         --json benchmarks/results/replay/throughput-multihop_qa.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -32,6 +31,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from benchmarks._results import add_json_option, write_result
 from coalign.config import SystemConfig
 from coalign.runner import build_runtime, evaluate
 from coalign.systems import models_of
@@ -86,7 +86,7 @@ def main() -> None:
     parser.add_argument("--offset", type=int, default=150, help="first pool question used")
     parser.add_argument("--rows", nargs="+", default=list(BUILD_ROWS), choices=BUILD_ROWS,
                         help="builder rows run after the evaluate row (default: all)")
-    parser.add_argument("--json", type=Path)
+    add_json_option(parser)
     args = parser.parse_args()
     space = CandidateSpace.load(args.table)
     questions = space.questions[args.offset: args.offset + args.questions]
@@ -107,15 +107,12 @@ def main() -> None:
         r["speedup"] = r["runs"] / r["wall_s"] / base
         print(f"{name:<26}{r['wall_s']:>9.0f}{r['llm_calls']:>11}{r['runs_per_hour']:>11.0f}"
               f"{r['speedup']:>9.2f}x")
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
     result = {"table": str(args.table), "space": space.digest, "questions": list(questions),
               "configs": space.n_configs(), "cpu": platform.processor() or platform.machine(),
-              "cores": os.cpu_count(), "load_avg": os.getloadavg(), "commit": commit,
+              "cores": os.cpu_count(), "load_avg": os.getloadavg(),
               "rows": rows}
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        write_result(args.json, result, indent=1)
 
 
 if __name__ == "__main__":

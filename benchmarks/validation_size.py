@@ -7,20 +7,18 @@ the pool, at least ``--min-test`` questions, is the test set), with a 95% bootst
 over splits. If the gain stays near zero at the validation size a comparison uses, no method
 can be told apart from the start there, however wide the space.
 
-    python benchmarks/validation_size.py benchmarks/tables/multihop_qa_wide \
+    python -m benchmarks.validation_size benchmarks/tables/multihop_qa_wide \
         --sizes 30 60 100 140 --json benchmarks/results/replay/valsize-multihop_qa_wide.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks._results import add_json_option, write_result
 from coalign.tables import Table
 
 
@@ -54,7 +52,7 @@ def main() -> None:
     parser.add_argument("--min-test", type=int, default=40)
     parser.add_argument("--level", default="greedy")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path)
+    add_json_option(parser)
     args = parser.parse_args()
     rewards = Table(args.table).rewards(args.level)
     means = rewards.means()
@@ -68,13 +66,9 @@ def main() -> None:
         print(f"{r['val']:>5}{r['test']:>6}  {r['gain']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"
               f"{r['start_picked']:>27.0%}")
     if args.json:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
+        write_result(args.json, {
             "table": str(args.table), "questions": n, "configs": len(rewards.configs),
-            "in_sample_gain": float(means.max() - means[0]), "rows": rows, "commit": commit,
-            "command": "python " + " ".join(sys.argv)}, indent=1) + "\n")
+            "in_sample_gain": float(means.max() - means[0]), "rows": rows}, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,10 @@
 import argparse
-import importlib.util
 
+from benchmarks import compare
 from coalign.store import RunStore
-from tests.conftest import ROOT
-
-
-def load_compare():
-    spec = importlib.util.spec_from_file_location("compare", ROOT / "benchmarks" / "compare.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_status_lists_finished_rows_and_runs_nothing(tmp_path, capsys):
-    compare = load_compare()
     args = argparse.Namespace(systems=["multihop_qa", "pubmedqa_select"], seeds=[0], quick=False)
     cfg = compare.run_config("pubmedqa_select", False, 0)
     where = compare.system_dir(tmp_path, "pubmedqa_select", 0, cfg)
@@ -42,7 +33,6 @@ def test_status_lists_finished_rows_and_runs_nothing(tmp_path, capsys):
 
 
 def test_coalign_gets_a_paired_difference_to_every_method_with_scores():
-    compare = load_compare()
     out = {"unoptimized": {"scores": [0.0, 0.0, 1.0, 0.0]},
            "coalign": {"scores": [1.0, 1.0, 1.0, 0.0]},
            "random_search": {"scores": [1.0, 0.0, 1.0, 1.0]},
@@ -60,7 +50,6 @@ def test_coalign_gets_a_paired_difference_to_every_method_with_scores():
 
 
 def test_status_shows_a_running_baseline_from_its_progress(tmp_path, capsys):
-    compare = load_compare()
     cfg = compare.run_config("pubmedqa_select", False, 0)
     store = RunStore(compare.system_dir(tmp_path, "pubmedqa_select", 0, cfg))
     store.set_meta("compare:coalign", {"test_metric": 0.6, "equiv_runs": 834.0,
@@ -87,7 +76,6 @@ def test_status_json_holds_the_finished_rows_with_their_differences(tmp_path):
     from coalign.systems import SYSTEMS
     from coalign.trace import Trace
 
-    compare = load_compare()
     cfg = compare.run_config("pubmedqa_select", True, 0)  # --quick: 4 test questions
     store = RunStore(compare.system_dir(tmp_path, "pubmedqa_select", 0, cfg))
     s = cfg.split

@@ -51,8 +51,8 @@ def test_killed_build_resumes_from_fresh_clone_identically(tmp_path: Path) -> No
     space.save(killed)
     env = {**os.environ, "COALIGN_LM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "coalign", "table", "build", str(killed),
-                             "--seal-every", "1"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+                             "--level", "samples", "--seal-every", "1"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     while not list((killed / "shards").glob("*.jsonl.gz")):  # the first question sealed
         assert proc.poll() is None, proc.stderr.read().decode()

@@ -8,8 +8,10 @@ back from a later component to an earlier one while a condition holds, unrolled 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from graphlib import CycleError, TopologicalSorter
 from time import perf_counter
 from typing import Any
 
@@ -94,19 +96,27 @@ class System:
         return parents
 
     def _toposort(self) -> list[str]:
-        indeg = {c.name: len(self._parents[c.name]) for c in self.components}
-        ready = [c.name for c in self.components if indeg[c.name] == 0]
-        order: list[str] = []
+        # Nodes go in first in declaration order, then their edges, so graphlib lists ready
+        # nodes, and each node's children, in declaration order; taking them one at a time from
+        # a FIFO keeps the order replay tables and fingerprints were made with.
+        sorter: TopologicalSorter[str] = TopologicalSorter()
+        for c in self.components:
+            sorter.add(c.name)
+        for c in self.components:
+            sorter.add(c.name, *sorted(self._parents[c.name]))
+        try:
+            sorter.prepare()
+            cyclic = False
+        except CycleError:  # graphlib still hands out every node upstream of the cycle
+            cyclic = True
+        ready, order = deque(sorter.get_ready()), []
         while ready:
-            name = ready.pop(0)  # declaration order breaks ties: deterministic schedules
+            name = ready.popleft()
             order.append(name)
-            for c in self.components:
-                if name in self._parents[c.name]:
-                    indeg[c.name] -= 1
-                    if indeg[c.name] == 0:
-                        ready.append(c.name)
-        if len(order) != len(self.components):
-            stuck = sorted(n for n, d in indeg.items() if d > 0)
+            sorter.done(name)
+            ready.extend(sorter.get_ready())
+        if cyclic:
+            stuck = sorted({c.name for c in self.components} - set(order))
             raise GraphError(f"cycle among components {stuck}; use a Loop for routing back")
         return order
 

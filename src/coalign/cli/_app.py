@@ -51,6 +51,11 @@ def fail(message: str) -> None:
     raise typer.Exit(code=2)
 
 
+def note(message: str) -> None:
+    """One line on stderr: a setting overridden by another, or one that has no effect."""
+    typer.echo(f"note: {message}", err=True)
+
+
 def main() -> None:
     try:
         # not standalone: click hands its errors over instead of printing a usage box

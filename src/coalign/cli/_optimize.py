@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,8 +11,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from coalign.cli._app import app
+from coalign.cli._app import app, note
+from coalign.cli._core import LIVE, NO_CALLS, parse_lm, refuse_on_replay, unused_endpoint
 from coalign.cli._endpoint import CONCURRENCY, RAY, RETRIES, TIMEOUT, endpoint_settings
+from coalign.errors import ConfigError
+from coalign.executors import ExecutorSpec
+from coalign.lm import EndpointSettings
 
 if TYPE_CHECKING:  # the job pulls in torch: import it only when a command runs
     from coalign.job import Job, RunConfig
@@ -53,14 +58,36 @@ def _show_step(rec: StepRecord) -> None:
 
 
 def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
-            retries: int | None = None, concurrency: int | None = None) -> None:
+            retries: int | None = None, concurrency: int | None = None,
+            ray: str | None = None, *, stored: bool = False, notes: Sequence[str] = ()) -> None:
+    """Run (or go on with) the job of ``cfg`` in ``run_dir``; the options are the command's
+    flags (None: not given). ``stored``: ``cfg`` is a run dir's own (``coalign resume``).
+    ``notes`` (and this function's own) are printed once the job is open: after the last
+    check, so an error stays the only line."""
     from coalign.cli._progress import RunProgress
     from coalign.job import Job
+    from coalign.systems import models_of
     from coalign.tracking import track_job
 
+    notes = list(notes)
+    if cfg.lm is not None:
+        refuse_on_replay(cfg.lm, {"--ray": ray, "--timeout": timeout, "--retries": retries,
+                                  "--concurrency": concurrency})
+        cfg = _without_unused_on_replay(cfg, stored, notes)
+    cfg = with_ray(cfg, ray)
+    if cfg.executor.ray is None and cfg.executor != ExecutorSpec():  # workers, cpus, ...
+        notes.append("the run config's executor settings apply to Ray actors only; without "
+                     "executor.ray (or --ray) model calls run on threads here, `workers` of "
+                     "them")
     endpoint = endpoint_settings(timeout, retries, concurrency, cfg.endpoint)
     job = Job.open(cfg.model_copy(update={"endpoint": endpoint}), run_dir)
     opt = job.optimizer
+    if cfg.lm is None:
+        notes += unused_endpoint(endpoint, [*models_of(job.task), *filter(None, [cfg.proposer])],
+                                 "endpoint settings (--timeout, --retries, --concurrency, "
+                                 "endpoint:)")
+    for line in notes:
+        note(line)
     console.print(Text.assemble(
         (cfg.system, "bold"), f" on {cfg.data}: train {len(job.train)}, val {len(job.val)}, "
         f"test {len(job.test)}; {cfg.budget.iterations} iterations; run dir {run_dir}"))
@@ -145,6 +172,9 @@ def _shown(value: object, limit: int | None = None) -> str:
 @app.command("optimize")
 def optimize_cmd(config: Path = typer.Argument(..., help="run config (YAML or JSON)"),
                  run_dir: Path = typer.Option(Path("runs/optimize")),
+                 lm: str | None = typer.Option(
+                     None, "--lm", help="replay:DIR answers every LLM call from the replay "
+                     "table in DIR; live calls the system's models; overrides the config's lm"),
                  timeout: float = TIMEOUT, retries: int = RETRIES,
                  concurrency: int = CONCURRENCY,
                  mlflow: str | None = typer.Option(
@@ -154,11 +184,12 @@ def optimize_cmd(config: Path = typer.Argument(..., help="run config (YAML or JS
     """Optimize a system as the config says; kill it any time and `coalign resume RUN_DIR`."""
     from coalign.job import load_run_config
 
-    cfg = with_ray(load_run_config(config), ray)
+    notes: list[str] = []
+    cfg = with_lm(load_run_config(config), lm, config, notes)
     if mlflow:  # stored with the run config: `coalign resume` keeps tracking to it
         cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(
             update={"mlflow": mlflow})})
-    run_job(cfg, run_dir, timeout, retries, concurrency)
+    run_job(cfg, run_dir, timeout, retries, concurrency, ray, notes=notes)
 
 
 @app.command("resume")
@@ -170,7 +201,38 @@ def resume_cmd(
     """Continue a killed optimization: no accepted step lost, no LLM call repeated."""
     from coalign.job import resume_config
 
-    run_job(with_ray(resume_config(run_dir), ray), run_dir, timeout, retries, concurrency)
+    run_job(resume_config(run_dir), run_dir, timeout, retries, concurrency, ray, stored=True)
+
+
+def with_lm(cfg: RunConfig, lm: str | None, where: Path, notes: list[str]) -> RunConfig:
+    """``cfg`` with ``--lm`` (replay:DIR, or live for none) in place of its ``lm``, a note
+    saying so when the config named another."""
+    if lm is None:
+        return cfg
+    value = parse_lm(lm)
+    if "lm" in cfg.model_fields_set and cfg.lm != value:
+        notes.append(f"--lm {lm} overrides the lm of run config {where} ({cfg.lm or LIVE})")
+    return cfg.model_copy(update={"lm": value})
+
+
+def _without_unused_on_replay(cfg: RunConfig, stored: bool, notes: list[str]) -> RunConfig:
+    """``cfg`` (on replay) without the run config fields replay ignores: refused in a config
+    the user can edit, dropped with a note in a run dir's stored one."""
+    unused = [name for name, given in (
+        ("model", "model" in cfg.model_fields_set and not stored),  # a stored one has all
+        ("executor.ray", cfg.executor.ray is not None),
+        ("endpoint", cfg.endpoint != EndpointSettings())) if given]
+    if not unused:
+        return cfg
+    fields = " and ".join(repr(f) for f in unused)
+    why = "the table's space names the models" if unused == ["model"] else NO_CALLS
+    if not stored:
+        one = len(unused) == 1
+        raise ConfigError(f"run config field{'' if one else 's'} {fields} {'is' if one else 'are'}"
+                          f" not used with lm {cfg.lm}: {why}; remove {'it' if one else 'them'}")
+    notes.append(f"ignoring the run's stored {fields}: not used with lm {cfg.lm} ({why})")
+    return cfg.model_copy(update={"executor": cfg.executor.model_copy(update={"ray": None}),
+                                  "endpoint": EndpointSettings()})
 
 
 def with_ray(cfg: RunConfig, address: str | None) -> RunConfig:

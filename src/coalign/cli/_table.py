@@ -27,11 +27,12 @@ def build_cmd(
     seal_every: int = typer.Option(5, min=1, help="seal a shard every N finished questions"),
     part: str = typer.Option("0/1", help="I/N: build only every N-th question from the I-th "
                              "(N processes share a build)"),
-    level: str = typer.Option("samples", help="greedy (every config's outputs) or samples "
+    # greedy, as the committed tables are built (docs/tables.md: the samples level costs ~7x)
+    level: str = typer.Option("greedy", help="greedy (every config's outputs) or samples "
                               "(also the temperature samples rollouts draw)"),
     ray: str = RAY,
-    workers: int = typer.Option(2, min=1, help="with --ray: actors (model replicas) per model, "
-                                "each expanding one question at a time"),
+    workers: int = typer.Option(None, min=1, help="with --ray: actors (model replicas) per "
+                                "model, each expanding one question at a time (default 2)"),
     reuse: list[Path] = typer.Option([], help="a table built with chunk-aligned prefix reuse "
                                      "(same system, model and options) whose identical "
                                      "requests are copied in instead of called; repeatable"),
@@ -54,8 +55,11 @@ def build_cmd(
     i, _, n = part.partition("/")
     if not (i.isdigit() and n.isdigit()):
         raise ConfigError(f"--part {part!r}: expected I/N, e.g. 0/2")
+    if workers is not None and ray is None:  # one process holds one replica per model
+        raise ConfigError("--workers sets the Ray actors per model and needs --ray; without "
+                          "it run N builds with --part I/N")
     try:
-        with make_executor(ExecutorSpec(ray=ray), workers) as executor:
+        with make_executor(ExecutorSpec(ray=ray), workers or 2) as executor:
             report = build_table(directory, level=level, part=(int(i), int(n)),
                                  minutes=minutes, limit=limit, seal_every=seal_every,
                                  on_question=progress, executor=executor, reuse=reuse)

@@ -1,11 +1,13 @@
 """Remote backend: any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
 
-We speak the chat-completions protocol with httpx directly rather than through the OpenAI SDK
-or httpx's transport retries. Those retry silently, so tests could not count retries; the SDK's
-policy (it also retries 408/409, never a 200 with a broken body) would differ from the one
-documented here; its timeouts are per read, so a dripped body outlives any deadline; and a
-malformed 200 reply escapes it as ``AttributeError``/``JSONDecodeError``. Owning the loop, every
-failure ends as one :class:`LMError` line naming endpoint, model, last cause and attempts.
+Requests go through the ``openai`` SDK (its ``OpenAI`` client builds them, authenticates and
+maps HTTP statuses to errors) with the SDK's own retries off (``max_retries=0``); the retry loop
+stays here. The SDK's policy would differ from the one documented below (it also retries
+408/409, never a 200 with a broken body) and retries silently, so tests could not count them.
+Its timeouts are per read, so a dripped body would outlive any deadline: the body is streamed
+(``with_streaming_response``) under a whole-request deadline (``_http``). And a malformed 200
+reply would escape it as a validation or decode error: the body is parsed here. Every failure
+ends as one :class:`LMError` line naming endpoint, model, last cause and attempts.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from coalign.lm._base import LMError, LMRefusal, LMRequest, LMResponse
-from coalign.lm._http import DeadlineExceeded, Reply, post_json, redact_url
+from coalign.lm._http import DeadlineExceeded, Reply, redact_url, within_deadline
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _RETRY_STATUS = frozenset({429}) | frozenset(range(500, 600))
@@ -73,7 +75,8 @@ class OpenAICompatible:
         sleep: Callable[[float], None] = time.sleep,
         seed: int | None = None,
     ) -> None:
-        import httpx  # here, not at module top: only endpoint users pay for the import
+        import httpx  # here, not at module top: only endpoint users pay for the imports
+        import openai
 
         url = base_url.rstrip("/")
         self.base_url = redact_url(url)  # public and printable; the credentials stay in _client
@@ -90,9 +93,13 @@ class OpenAICompatible:
         self.calls = 0  # HTTP attempts made
         self.retries = 0  # attempts that were retries
         key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
-        self._httpx = httpx
-        self._client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"},
-                                    timeout=httpx.Timeout(timeout))
+        self._httpx, self._openai = httpx, openai
+        # userinfo in the URL stays in it: httpx sends it as basic auth
+        self._client = openai.OpenAI(base_url=url, api_key=key, timeout=httpx.Timeout(timeout),
+                                     max_retries=0)
+        # resolved now: the SDK imports its resources on first use (~0.8 s), which must not
+        # count against the first request's deadline
+        self._completions = self._client.chat.completions.with_streaming_response
 
     @property
     def name(self) -> str:
@@ -132,19 +139,36 @@ class OpenAICompatible:
         if slots is not None:
             slots.acquire()  # released by the worker once it is done with the connection
         release = slots.release if slots is not None else _no_slot
+        openai, httpx = self._openai, self._httpx
         try:
-            reply = post_json(self._client, "/chat/completions", payload, self.timeout, release)
+            reply = within_deadline(lambda stop_at: self._exchange(payload, stop_at),
+                                    self.timeout, release)
         except DeadlineExceeded as exc:
             raise _Failed(f"timeout: {exc}") from None
-        except self._httpx.TimeoutException:
+        except (openai.APITimeoutError, httpx.TimeoutException):
             raise _Failed(f"timeout: no response within {self.timeout:g}s") from None
-        except self._httpx.HTTPError as exc:
-            raise _Failed(f"connection error: {type(exc).__name__}: {_short(str(exc))}") from None
+        except (openai.APIConnectionError, httpx.HTTPError) as exc:
+            cause = exc.__cause__ or exc  # the SDK's "Connection error." wraps httpx's reason
+            raise _Failed(f"connection error: {type(cause).__name__}: "
+                          f"{_short(str(cause))}") from None
         if reply.status in _RETRY_STATUS:
             raise _Failed(_status_reason(reply), hint=_retry_after(reply))
         if not 200 <= reply.status < 300:
             raise _Failed(_status_reason(reply), retry=False)
         return reply
+
+    def _exchange(self, payload: dict[str, Any], stop_at: float) -> Reply:
+        """POST through the SDK and read the whole body by ``stop_at`` (``time.monotonic``)."""
+        try:
+            with self._completions.create(**payload) as response:
+                body = bytearray()
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if time.monotonic() > stop_at:  # leaving the block closes the connection
+                        raise DeadlineExceeded("body still arriving at the deadline")
+                return Reply(response.status_code, response.headers, bytes(body))
+        except self._openai.APIStatusError as exc:  # 4xx/5xx: the SDK has read the body
+            return Reply(exc.status_code, exc.response.headers, exc.response.content)
 
     def _delay(self, retry: int, hint: float | None) -> float:
         base = min(self.max_backoff, self.backoff * (2**retry))

@@ -1,0 +1,88 @@
+"""benchmarks._results: the benchmark scripts' result files (command, commit, machine; atomic)."""
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from benchmarks import _results
+from benchmarks._results import add_json_option, head_commit, write_result
+from tests.conftest import ROOT
+
+
+def as_module(monkeypatch, name: str, *args: str) -> None:
+    """This process as ``python -m NAME ARGS`` (argv[0] is then the file's absolute path)."""
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "benchmarks" / "x.py"), *args])
+    monkeypatch.setitem(sys.modules, "__main__",
+                        types.SimpleNamespace(__spec__=types.SimpleNamespace(name=name)))
+
+
+def test_a_result_file_holds_the_result_and_its_command_commit_and_machine(tmp_path,
+                                                                            monkeypatch):
+    as_module(monkeypatch, "benchmarks.validation_size", "TABLE", "--json", "out dir/v.json")
+    path = tmp_path / "replay" / "v.json"  # a missing folder is made
+    written = write_result(path, {"table": "TABLE", "rows": [{"gain": 0.1}]}, indent=1)
+    on_disk = json.loads(path.read_text())
+    assert on_disk == written
+    assert on_disk["table"] == "TABLE" and on_disk["rows"] == [{"gain": 0.1}]
+    assert on_disk["command"] == ("python -m benchmarks.validation_size TABLE --json "
+                                  "'out dir/v.json'")  # quoted: it can be pasted back
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    assert on_disk["commit"] == (head or None)
+    machine = on_disk["machine"]
+    assert set(machine) == {"cpu_count", "load_avg_1m", "python", "platform"}
+    assert machine["cpu_count"] >= 1 and machine["python"].startswith("3.")
+    assert path.read_text().endswith("}\n") and path.read_text().startswith('{\n "table"')
+    assert sorted(p.name for p in path.parent.iterdir()) == ["v.json"]  # no temp file left
+
+
+def test_a_commit_read_at_the_start_is_the_one_written(tmp_path):
+    written = write_result(tmp_path / "r.json", {"a": 1}, commit="0" * 40)
+    assert written["commit"] == "0" * 40
+
+
+def test_a_write_that_fails_leaves_the_previous_file_whole_and_no_temp_file(tmp_path,
+                                                                           monkeypatch):
+    path = tmp_path / "r.json"
+    write_result(path, {"a": 1})
+    before = path.read_text()
+    with pytest.raises(TypeError):
+        write_result(path, {"a": object()})  # not JSON
+    def refuse(*_):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(_results.os, "replace", refuse)
+    with pytest.raises(OSError, match="disk full"):
+        write_result(path, {"a": 2})  # the temp file is written, the rename fails
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_outside_a_checkout_the_commit_is_none(tmp_path, monkeypatch):
+    monkeypatch.setattr(_results, "ROOT", tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    assert head_commit() is None
+    assert write_result(tmp_path / "r.json", {})["commit"] is None
+
+
+def test_the_json_option_gives_a_path_or_none():
+    parser = argparse.ArgumentParser()
+    add_json_option(parser)
+    assert parser.parse_args(["--json", "a/b.json"]).json == Path("a/b.json")
+    assert parser.parse_args([]).json is None
+
+
+def test_no_benchmark_edits_sys_path_or_asks_git_itself():
+    # bad_inputs*: being moved onto the package separately (they still edit sys.path)
+    scripts = [p for p in (ROOT / "benchmarks").glob("*.py")
+               if not p.name.startswith("bad_inputs") and p.name != "_results.py"]
+    assert len(scripts) > 20
+    for path in scripts:
+        text = path.read_text()
+        assert not re.search(r'sys\.path\.(insert|append)|\["git"|PYTHONPATH=src', text), path.name
