@@ -51,6 +51,7 @@ def build(directory: Path, space: CandidateSpace, **kw):
         lms.append(FakeLM(_answer, name=f"llamacpp:{model}"))
         return lms[-1]
 
+    kw.setdefault("level", "samples")  # the library's default is greedy, as the CLI's
     report = build_table(directory, lm_factory=factory, **kw)
     return report, sum(lm.calls for lm in lms)
 

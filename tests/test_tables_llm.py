@@ -44,7 +44,7 @@ def test_killed_build_resumes_from_fresh_clone_identically(tmp_path: Path) -> No
     space = tiny_space()
     straight = tmp_path / "straight"
     space.save(straight)
-    full = build_table(straight)
+    full = build_table(straight, level="samples")
     assert full.done == 3 and full.llm_calls == len(entries(straight, space))
 
     killed = tmp_path / "killed"
@@ -66,7 +66,7 @@ def test_killed_build_resumes_from_fresh_clone_identically(tmp_path: Path) -> No
     shutil.copytree(killed, clone, ignore=shutil.ignore_patterns("journal-*"))
     before = entries(clone, space)
     assert 0 < len(before) < len(entries(straight, space))
-    resumed = build_table(clone)
+    resumed = build_table(clone, level="samples")
     after = entries(clone, space)
     assert resumed.llm_calls == len(after) - len(before)  # no call repeated
     assert after == entries(straight, space)  # identical table

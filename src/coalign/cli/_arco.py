@@ -21,7 +21,7 @@ app.add_typer(arco_app, name="arco")
 @arco_app.command("show")
 def show(
     checkpoint: Annotated[Path, typer.Argument(
-        help="directory written by benchmarks/arco.py --save-checkpoint")],
+        help="directory written by python -m benchmarks.arco --save-checkpoint")],
     index: Annotated[int, typer.Option("--index", "-i", help="which held-out world question")] = 0,
     width: Annotated[int, typer.Option(help="characters of each observation to print")] = 60,
 ) -> None:
@@ -39,7 +39,7 @@ def show(
         fail(str(exc))
     if not {"world_seed", "world_questions", "train"} <= set(extra):
         fail(f"checkpoint {checkpoint}: meta.json lacks the world it was trained on; "
-             "re-create it with benchmarks/arco.py --save-checkpoint")
+             "re-create it with python -m benchmarks.arco --save-checkpoint")
     world = make_world(seed=extra["world_seed"], n_questions=extra["world_questions"],
                        n_paragraphs=8)
     _, heldout = split(world, [extra["train"], -1], seed=extra["world_seed"])

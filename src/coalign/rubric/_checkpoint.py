@@ -49,7 +49,7 @@ def load_checkpoint(path: Path | str) -> tuple[ArcoModel, StepEncoder, RubricSpe
     for name in ("meta.json", "model.safetensors"):
         if not (path / name).is_file():
             raise ConfigError(f"checkpoint {path}: missing {name}; write one with "
-                              "`benchmarks/arco.py --save-checkpoint DIR`")
+                              "`python -m benchmarks.arco --save-checkpoint DIR`")
     meta = json.loads((path / "meta.json").read_text())
     model = ArcoModel(BackboneConfig(**meta["backbone"]))
     model.load_state_dict(load_file(str(path / "model.safetensors")))

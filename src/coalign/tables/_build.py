@@ -102,7 +102,7 @@ def expand(task: Task, space: CandidateSpace, example: Example, runtime: Runtime
     return len(nodes)
 
 
-def build_table(directory: Path, *, level: str = "samples", minutes: float | None = None,
+def build_table(directory: Path, *, level: str = "greedy", minutes: float | None = None,
                 limit: int | None = None, seal_every: int = 5,
                 part: tuple[int, int] = (0, 1),
                 lm_factory: Callable[[str], LM] = live_lm,
