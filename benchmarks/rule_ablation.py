@@ -29,6 +29,8 @@ Variants (rule numbers of docs/optimize.md's rules table):
   ``gate: bootstrap``) instead of on any strict improvement of the validation mean.
 - ``no-pool`` (rule 11 off): a component's rollout specs are compared each on its own (the
   candidates of one param with each other only), not pooled per input.
+- ``stage1-lazy`` (a setting): stage 1 paid one component before each of the first steps
+  (``budget.stage1: lazy``) instead of every component before the first.
 - ``early-reject`` (rule 16 on; off by default): validation stops at a checkpoint (every 25
   inputs) once the candidate is worse so far with confidence 0.9 (``early_reject: 0.9``). Needs
   a validation split of more than 25 questions to ever fire.
@@ -109,13 +111,15 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "bootstrap-gate": [],
     "early-reject": [],
     "stage1-8": [],
+    "stage1-lazy": [],
 }
 # variants that are a run-config setting rather than a patch
 SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": False},
                                        "embedding-lrf": {"reward_embedding": True},
                                        "bootstrap-gate": {"gate": "bootstrap"},
                                        "early-reject": {"early_reject": 0.9},
-                                       "stage1-8": {"budget": {"stage1_inputs": 8}}}
+                                       "stage1-8": {"budget": {"stage1_inputs": 8}},
+                                       "stage1-lazy": {"budget": {"stage1": "lazy"}}}
 
 
 def _with_patches(method: Method, patches: Sequence[tuple[Any, str, Any]],

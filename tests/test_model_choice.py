@@ -100,3 +100,24 @@ def test_a_bundled_model_call_costs_its_tokens_at_the_measured_speed():
     ratio = model_seconds("qwen2.5-1.5b", 260, 80, 0) / model_seconds("qwen2.5-0.5b", 260, 80, 0)
     assert 1.7 < ratio < 2.5
     assert model_seconds("openai:gpt-4o-mini@http://x/v1", 260, 80, 1.25) == 1.25
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_coalign_evaluate_code_gen_on_mbpp_with_the_bundled_1_5b(tmp_path):
+    """The issue's command, through the real CLI: the 1.5B assembled from its chunk packages,
+    verified, loaded and run on an MBPP problem in the sandbox."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    coalign = str(Path(sys.executable).parent / "coalign")
+    proc = subprocess.run([coalign, "evaluate", "code_gen", "--data", "mbpp", "--model",
+                           "qwen2.5-1.5b", "--limit", "1", "--run-dir", str(tmp_path / "ev"),
+                           "--json", str(tmp_path / "out.json")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "out.json").read_text())
+    assert summary["examples"] == 1 and summary["llm_calls"] >= 2
+    assert summary["cost_per_query_s"] > 0
