@@ -1,7 +1,7 @@
 """Bad-input probe: feeds malformed inputs to the real ``coalign`` command line and counts how
 each one ends.
 
-    python benchmarks/bad_inputs.py [--quick] [--json results.json] [--only TEXT]
+    python benchmarks/bad_inputs.py [--quick | --hostile] [--json results.json] [--only TEXT]
 
 Families: run configs (``optimize``), system configs (``evaluate --config``), dataset files
 (``evaluate --data FILE.jsonl``), preference pairs and contracts (``audit``,
@@ -13,12 +13,17 @@ case runs ``python -m coalign ...`` in a fresh temp folder with a time limit, an
 * ``silent``: the bad input was accepted: exit 0, or the run went on to its first LLM call
   (the model is a sentinel file that is no GGUF model, so that call fails naming it, and no
   model is ever loaded), or ``optimize``/``resume`` printed that the job is open;
-* ``other``: anything else (a multi-line error, another exit code, the time limit);
+* ``other``: anything else (a multi-line error, another exit code, the time limit), or a
+  case's own ``check`` failed (a key echoed, a report holding raw control characters);
 * ``correct``: a legitimate input (a control) that was accepted, as it should be.
 
+A case with a ``disk`` runs in a private mount namespace (``unshare``, util-linux) where its
+``disk`` folder is a read-only bind mount or a full 64 KiB tmpfs; a temp file or a run store
+left behind there is printed to stderr, which makes the case ``other``.
+
 The target is no ``traceback``, ``silent`` or ``other``. ``--quick`` runs the first
-cases of each family. Nothing under ``benchmarks/tables/`` is written: the replay table
-there is only read.
+cases of each family, ``--hostile`` only those of the second probe (issue 42). Nothing under
+``benchmarks/tables/`` is written: the replay table there is only read.
 """
 
 from __future__ import annotations
@@ -45,9 +50,11 @@ from bad_inputs_cases import (  # noqa: E402
     Case,
     Ctx,
 )
+from bad_inputs_hostile import HOSTILE_CASES  # noqa: E402
 from bad_inputs_stores import PAIRS, RUN_DIRS  # noqa: E402
 
-CASES: list[Case] = [*RUN_CONFIGS, *DATASETS, *SYSTEM_CONFIGS, *PAIRS, *RUN_DIRS, *FLAGS]
+CASES: list[Case] = [*RUN_CONFIGS, *DATASETS, *SYSTEM_CONFIGS, *PAIRS, *RUN_DIRS, *FLAGS,
+                     *HOSTILE_CASES]
 OUTCOMES = ("one-line", "traceback", "silent", "other", "correct")
 QUICK_PER_FAMILY = 4
 TIMEOUT_S = 120
@@ -81,17 +88,43 @@ def classify(case: Case, rc: int | None, stdout: str, stderr: str) -> str:
     return "one-line" if one_line else "other"
 
 
+# Mounts the case's disk folder ($2) as $1 says, runs the command, then names what it left
+# behind there: temp files, or a run store (a half-made one is what a full disk used to leave).
+DISK_SCRIPT = """
+mode=$1 disk=$2; shift 2
+if [ "$mode" = read-only ]; then
+  mount --bind "$disk" "$disk" && mount -o remount,bind,ro "$disk" || exit 90
+else
+  mount -t tmpfs -o size=64k tmpfs "$disk" || exit 90
+  free=0; [ "$mode" = nearly-full ] && free=4096
+  head -c $((65536 - free)) /dev/zero > "$disk/.fill" 2>/dev/null
+fi
+"$@"; rc=$?
+find "$disk" \\( -name '*.tmp' -o -name run.sqlite \\) -exec echo "left behind: {}" \\; >&2
+exit $rc
+"""
+
+
+def command(case: Case, ctx: Ctx, args: list[str]) -> list[str]:
+    coalign = [sys.executable, "-m", "coalign", *args]
+    if case.disk is None:
+        return coalign
+    return ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", DISK_SCRIPT, "sh",
+            case.disk, str(ctx.disk), *coalign]
+
+
 def run_case(case: Case, root: Path, index: int, timeout: float = TIMEOUT_S) -> dict:
     """Write the case's inputs under ``root``, run the command, classify how it ended."""
     ctx = Ctx(root, f"{index:03d}")
     args = case.make(ctx)
     out, err = ctx.dir / "stdout.txt", ctx.dir / "stderr.txt"
-    # the data next to this checkout, also for a coalign imported from elsewhere (PYTHONPATH)
+    # the data next to this checkout, also for a coalign imported from elsewhere (PYTHONPATH);
+    # an unreachable MLflow server is reported at once, not after minutes of retries
     env = {"COALIGN_DATA_DIR": str(ROOT.parent / "shared" / "data"), **os.environ,
-           "COLUMNS": "200", "NO_COLOR": "1"}
+           "COLUMNS": "200", "NO_COLOR": "1", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}
     t0 = time.perf_counter()
     with out.open("wb") as o, err.open("wb") as e:
-        proc = subprocess.Popen([sys.executable, "-m", "coalign", *args], stdout=o, stderr=e,
+        proc = subprocess.Popen(command(case, ctx, args), stdout=o, stderr=e,
                                 stdin=subprocess.DEVNULL, cwd=ctx.dir, env=env,
                                 start_new_session=True)
         rc: int | None = None
@@ -112,10 +145,15 @@ def run_case(case: Case, root: Path, index: int, timeout: float = TIMEOUT_S) -> 
 
     def portable(text: str) -> str:
         return text.replace(str(root), "$TMP").replace(str(ROOT), "$REPO")
+    outcome = classify(case, rc, stdout, stderr)
+    if case.check is not None and outcome in ("one-line", "correct") \
+            and not case.check(ctx, stdout, stderr):
+        outcome = "other"
+    disk = f" (disk {case.disk})" if case.disk else ""
     return {"name": case.name, "family": case.family, "good": case.good,
-            "command": portable("coalign " + " ".join(args)),
+            "command": portable("coalign " + " ".join(args)) + disk,
             "exit_code": rc, "first_stderr_line": portable(first)[:300],
-            "outcome": classify(case, rc, stdout, stderr),
+            "outcome": outcome,
             "seconds": round(time.perf_counter() - t0, 2)}
 
 
@@ -134,9 +172,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few cases per family")
     parser.add_argument("--json", type=Path, help="write every case and the counts here")
+    parser.add_argument("--hostile", action="store_true",
+                        help="only the cases of the second probe (issue 42)")
     parser.add_argument("--only", help="run only cases whose name contains this text")
     args = parser.parse_args()
-    cases = quick_cases() if args.quick else CASES
+    cases = quick_cases() if args.quick else HOSTILE_CASES if args.hostile else CASES
     if args.only:
         cases = [c for c in cases if args.only in c.name]
     results = []

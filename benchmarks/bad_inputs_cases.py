@@ -46,6 +46,13 @@ class Ctx:
     def run(self) -> Path:
         return self.dir / "run"
 
+    @property
+    def disk(self) -> Path:
+        """A folder the probe mounts as the case's ``disk`` says (read-only, full)."""
+        path = self.dir / "disk"
+        path.mkdir(exist_ok=True)
+        return path
+
     def base_run(self) -> Path:
         """A copy of a run dir made by ``coalign optimize`` (stopped at the sentinel)."""
         base = self.root / "base-run"
@@ -70,6 +77,9 @@ class Case:
     good: bool = False  # a legitimate input: it must be accepted
     ok_codes: tuple[int, ...] = (0,)  # exit codes of a correct result (good cases)
     marker: str | None = None  # stdout text that shows the input was accepted
+    # how Ctx.disk is mounted for the run: "read-only", "full" or "nearly-full" (one page free)
+    disk: str | None = None
+    check: Callable[[Ctx, str, str], bool] | None = None  # (ctx, stdout, stderr): all is well
 
 
 def config(ctx: Ctx, **over: Any) -> dict[str, Any]:

@@ -167,8 +167,9 @@ def test_jsonl_dataset_refuses_repeated_ids_and_missing_targets(tmp_path, rows, 
 
 
 def test_jsonl_dataset_keeps_falsy_targets(tmp_path):
+    # rows of the user's own inputs: a multi-hop QA row (ROW) needs its target as text
     path = tmp_path / "rows.jsonl"
-    path.write_text("".join(json.dumps({**ROW, "id": i, "target": t}) + "\n"
+    path.write_text("".join(json.dumps({**ROW, "inputs": {"x": 1}, "id": i, "target": t}) + "\n"
                             for i, t in enumerate(["", 0, False, []])))
     assert [e.target for e in load_jsonl_examples(path)] == ["", 0, False, []]
 

@@ -77,20 +77,31 @@ def export_run(run_dir: Path, out: Path) -> dict[str, Any]:
             raise StoreError(f"{run_dir} step {t}: {exc}") from None
         val_score = last["val_after"] if state == "accepted" else last["val_before"]
     costs = run_config.get("choice_costs") or {}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    selectors = {}
-    for (comp, param), digest in sorted(policies.items()):
-        name = f"{out.stem}.lrf-{digest[:16]}"
-        _copy_dir(run_dir / selector_dir(digest), out.parent / name)
-        selectors[f"{comp}.{param}"] = {
-            "digest": digest, "reward_model": name, "backbone": run_config.get("backbone"),
-            "costs": costs.get(f"{comp}.{param}", {}),
-            "cost_weight": run_config.get("cost_weight", 0.0)}
-    doc = {"format": FORMAT, "version": VERSION, "system": run_config.get("system"),
-           "model": run_config.get("model"), "lm": run_config.get("lm"),
-           "config": last["config"], "selectors": selectors,
-           "source": {"run_dir": str(run_dir), "step": t, "val_score": val_score}}
-    _write_json(out, doc)
+    copied: list[Path] = []  # reward models copied here: removed again if the file is not
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        selectors = {}
+        for (comp, param), digest in sorted(policies.items()):
+            name = f"{out.stem}.lrf-{digest[:16]}"
+            if not (out.parent / name).exists():
+                copied.append(out.parent / name)
+            _copy_dir(run_dir / selector_dir(digest), out.parent / name)
+            selectors[f"{comp}.{param}"] = {
+                "digest": digest, "reward_model": name, "backbone": run_config.get("backbone"),
+                "costs": costs.get(f"{comp}.{param}", {}),
+                "cost_weight": run_config.get("cost_weight", 0.0)}
+        doc = {"format": FORMAT, "version": VERSION, "system": run_config.get("system"),
+               "model": run_config.get("model"), "models": run_config.get("models"),
+               "lm": run_config.get("lm"),
+               "config": last["config"], "selectors": selectors,
+               "source": {"run_dir": str(run_dir), "step": t, "val_score": val_score}}
+        _write_json(out, doc)
+    except OSError as exc:  # a read-only mount, a full disk, a file where a folder should be
+        for folder in copied:
+            shutil.rmtree(folder, ignore_errors=True)
+        why = exc.strerror or "copy failed"
+        raise StoreError(f"export: cannot write {out} ({why}); nothing was written: pass --out "
+                         "with a writable path or free disk space") from None
     return doc
 
 
@@ -102,6 +113,8 @@ def load_system(path: Path, task: Task) -> LoadedSystem:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path}: JSON nested too deeply") from None
     exported = isinstance(raw, dict) and raw.get("format") == FORMAT
     try:
         if not exported:

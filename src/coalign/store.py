@@ -13,10 +13,11 @@ either fully there or absent.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +69,14 @@ class RunStore:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create run dir {self.run_dir} ({exc.strerror})") from None
-        self._writer = RunLock(self.run_dir)
         try:
+            self._writer = RunLock(self.run_dir)
+        except OSError as exc:  # writing the holder's pid into the lock file: a full disk
+            raise StoreError(f"run dir {self.run_dir}: cannot write its lock file "
+                             f"({exc.strerror}); free disk space, then rerun") from None
+        try:
+            if create and not path.exists():
+                _create(path)
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -79,11 +86,8 @@ class RunStore:
             if version not in (0, SCHEMA_VERSION):
                 raise StoreError(f"run store {path} has schema {version}, this coalign reads "
                                  f"{SCHEMA_VERSION}")
-            with self.transaction() as db:
-                for statement in filter(str.strip, _SCHEMA.split(";")):
-                    db.execute(statement)  # executescript would commit mid-transaction
-                db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-                db.execute("INSERT OR IGNORE INTO meta VALUES ('lib_version', ?)", (__version__,))
+            with self.transaction() as db:  # idempotent; makes an empty (schema 0) file a store
+                _init_schema(db)
         except sqlite3.DatabaseError as exc:
             self.close()
             raise StoreError(f"run store {path} is unreadable: {exc}") from None
@@ -145,7 +149,7 @@ class RunStore:
         """A stored JSON object; a damaged one is refused by name, never half-read."""
         try:
             record = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: nested too deeply
             record = None
         if not isinstance(record, dict):
             raise StoreError(f"run store {self.run_dir / DB_NAME}: {what} is not a JSON object; "
@@ -302,6 +306,41 @@ class RunStore:
     def steps(self) -> list[tuple[int, str, dict]]:
         return [(s, st, self._record(j, f"ledger step {s}")) for s, st, j in
                 self._query("SELECT step, state, json FROM steps ORDER BY step")]
+
+
+def _init_schema(db: sqlite3.Connection) -> None:
+    for statement in filter(str.strip, _SCHEMA.split(";")):
+        db.execute(statement)  # executescript would commit mid-transaction
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    db.execute("INSERT OR IGNORE INTO meta VALUES ('lib_version', ?)", (__version__,))
+
+
+def _create(path: Path) -> None:
+    """A new store at ``path``, built aside and renamed into place: a full disk or a kill
+    during the first write leaves no half-made (schema 0) store that ``resume`` would refuse,
+    only nothing, so rerunning the same command starts the run afresh. The writer's lock is
+    held: no other process builds beside it."""
+    tmp = path.with_name(f".{path.name}.new")
+    parts = [Path(f"{tmp}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
+    try:
+        for part in parts:  # a stale build (killed here) is simply redone
+            part.unlink(missing_ok=True)
+        db = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")  # persistent: kept in the file's header
+            db.execute("BEGIN IMMEDIATE")
+            _init_schema(db)
+            db.execute("COMMIT")
+        finally:
+            db.close()  # checkpoints the WAL into the file and removes it
+        os.replace(tmp, path)
+    except (sqlite3.OperationalError, OSError) as exc:
+        raise StoreError(f"run store {path}: cannot create it ({exc}); nothing was written: "
+                         "free disk space or make the run dir writable, then rerun") from None
+    finally:
+        for part in parts:
+            with suppress(OSError):
+                part.unlink(missing_ok=True)
 
 
 def _open_readonly(path: Path) -> sqlite3.Connection:

@@ -176,7 +176,7 @@ class BlockDecoder(_BlockChecks):
         try:
             # One decode per line (not one for the joined block), so no value can span lines.
             rows = list(map(self._decode, lines))
-        except (msgspec.MsgspecError, UnicodeDecodeError):
+        except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
             return None
         *texts, scopes, pc, pr, rc, rr, stored = zip(*map(astuple, rows), strict=True)
         if not self._scope_ok(scopes):
@@ -190,7 +190,7 @@ class BlockDecoder(_BlockChecks):
             try:
                 if msgspec.json.decode(raws[0]) != self._scope_json:
                     return False
-            except msgspec.MsgspecError:
+            except (msgspec.MsgspecError, RecursionError):
                 return False
             self._scope_raw = raws[0].copy()
         return all(map(self._scope_raw.__eq__, raws))

@@ -24,6 +24,8 @@ def load_contract(path: str | Path) -> PreferenceContract:
         raise AuditError(f"{path}: cannot read contract ({exc.strerror})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AuditError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise AuditError(f"{path}: JSON nested too deeply") from None
     try:
         return PreferenceContract.from_json(record)
     except (AuditError, TypeError) as exc:
@@ -61,6 +63,8 @@ def parse_lines(path: Path, first: int, lines: list[bytes]) -> Iterator[tuple[in
         except (msgspec.MsgspecError, UnicodeDecodeError):  # invalid UTF-8 inside a string
             if line.strip():
                 yield number, _parse_slowly(line, path, number)
+        except RecursionError:  # both parsers recurse: a hostile row must not end in a traceback
+            raise AuditError(f"{path}:{number}: JSON nested too deeply") from None
 
 
 def iter_rows(path: Path) -> Iterator[tuple[int, object]]:
@@ -78,6 +82,8 @@ def _parse_slowly(line: bytes, path: Path, number: int) -> object:
         raise AuditError(f"{path}:{number}: not UTF-8 text ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise AuditError(f"{path}:{number}: invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise AuditError(f"{path}:{number}: JSON nested too deeply") from None
 
 
 def pairs_from_rows(path: Path, scope: AuditScope, rows: Iterable[tuple[int, object]]
@@ -98,20 +104,31 @@ def iter_pairs_jsonl(path: Path, scope: AuditScope) -> Iterator[tuple[int, Prefe
 
 def write_pairs_jsonl(path: str | Path, pairs: Iterable[PreferencePair]) -> int:
     """Write pairs atomically (temp file + rename); returns how many were written."""
-    path = Path(path)
+    lines = (json.dumps(pair.to_json(), ensure_ascii=False) + "\n" for pair in pairs)
+    return write_text_atomic(Path(path), lines, "pairs")
+
+
+def write_text_atomic(path: Path, chunks: Iterable[str], what: str) -> int:
+    """Write ``chunks`` to ``path`` through a temp file renamed into place; returns how many.
+
+    A failed write (full disk, read-only folder) is one ``AuditError`` naming ``what`` and
+    ``path``, and leaves neither ``path`` half-written nor the temp file behind.
+    """
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
-        raise AuditError(f"{path}: cannot write pairs ({exc.strerror}); choose a writable "
+        raise AuditError(f"{path}: cannot write {what} ({exc.strerror}); choose a writable "
                          "folder") from None
     count = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for pair in pairs:
-                handle.write(json.dumps(pair.to_json(), ensure_ascii=False) + "\n")
+            for chunk in chunks:
+                handle.write(chunk)
                 count += 1
         os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    except OSError as exc:
+        raise AuditError(f"{path}: cannot write {what} ({exc.strerror}); nothing was written: "
+                         "free disk space or choose a writable folder") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)  # gone already after the rename
     return count

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +10,7 @@ from typing import Annotated
 import typer
 
 from coalign.audit import audit_jsonl, iter_hh_pairs, iter_pairs_jsonl, load_contract
+from coalign.audit._jsonl import write_text_atomic
 from coalign.cli._app import app, fail
 from coalign.errors import CoalignError
 
@@ -71,11 +70,7 @@ def export_pairs_command(
 
 def _write_json_atomic(path: Path, payload: dict) -> None:
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        fail(f"--json {path}: cannot write ({exc.strerror}); choose a writable folder")
-        return
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, indent=2, ensure_ascii=False)
-        handle.write("\n")
-    os.replace(tmp, path)
+        write_text_atomic(path, [json.dumps(payload, indent=2, ensure_ascii=False), "\n"],
+                          "the --json report")
+    except CoalignError as exc:
+        fail(str(exc))

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from coalign.cli._app import app, note
 from coalign.cli._endpoint import CONCURRENCY, RAY, RETRIES, TIMEOUT, endpoint_settings
-from coalign.config import SystemConfig, read_text_file
+from coalign.config import SystemConfig, read_text_file, write_text_file
 from coalign.data import DataFile
 from coalign.errors import ConfigError, DataError
 from coalign.executors import ExecutorSpec, make_executor
@@ -62,6 +62,9 @@ def read_system_config(task: Task, path: Path) -> SystemConfig:
         return SystemConfig.from_json(task.system, json.loads(text))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path}: JSON nested too deeply to be a system "
+                          "config") from None
     except ConfigError as exc:
         raise ConfigError(f"config file {path}: {exc}") from None
 
@@ -187,7 +190,7 @@ def exported(config: Path | None) -> dict | None:
     exists: its ``lm`` and ``model`` decide which task to load."""
     try:
         raw = json.loads(config.read_text(encoding="utf-8")) if config is not None else None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     return raw if isinstance(raw, dict) and raw.get("format") == FORMAT else None
 
@@ -280,6 +283,9 @@ def evaluate_cmd(
 ) -> None:
     """Evaluate a system on a dataset; rerunning the same command resumes with no repeated call."""
     endpoint = endpoint_settings(timeout, retries, concurrency)
+    if json_out is not None and not json_out.parent.is_dir():  # before the evaluation, not after
+        raise ConfigError(f"--json {json_out}: folder {json_out.parent} does not exist; create "
+                          "it or write elsewhere")
     export, notes = exported(config), []
     if export is not None and export.get("system") not in (None, system):
         notes.append(f"config file {config} was exported from system {export['system']!r}; "
@@ -293,7 +299,8 @@ def evaluate_cmd(
                               "--retries": retries, "--concurrency": concurrency})
         task = table_task(system, lm)
     else:
-        task = load_task(system, chosen_model(model, export, config, notes), metric)
+        models = export.get("models") if export else None  # a run's model choice per component
+        task = load_task(system, chosen_model(model, export, config, notes), metric, models)
         notes += unused_endpoint(endpoint, models_of(task),
                                  "--timeout, --retries and --concurrency")
     result = run_evaluation(task, data_source(data, fields, task), limit, run_dir, workers,
@@ -302,4 +309,5 @@ def evaluate_cmd(
     print_result(f"{system} on {data}", task, result)
     if json_out is not None:
         scores = {t.example_id: t.reward for t in result.traces}  # per example: paired checks
-        json_out.write_text(json.dumps({**result.summary(), "scores": scores}, indent=2))
+        write_text_file(json_out, json.dumps({**result.summary(), "scores": scores}, indent=2),
+                        "--json")

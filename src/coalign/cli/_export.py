@@ -24,8 +24,9 @@ def export_cmd(
 
     doc = export_run(run_dir, out)
     score = doc["source"]["val_score"]
+    shown = f"{score:.4f}" if isinstance(score, int | float) else "not recorded"
     console.print(Text(f"wrote {out}: {doc['system']} after step {doc['source']['step']} "
-                       f"(validation {score:.4f})"))
+                       f"(validation {shown})"))
     for slot, sel in doc["selectors"].items():
         console.print(Text(f"  {slot}: chosen per input by the reward model in "
                            f"{out.parent / sel['reward_model']} (digest {sel['digest'][:16]})"))

@@ -104,14 +104,22 @@ class LLMComponent(Component):
         first = self.layout == "instruction_first"
         msgs = [Message("system", prompt.instruction)] if first else []
         for demo in prompt.demos:
-            shown = {k: v for k, v in demo.items() if k != self.output}
-            msgs.append(Message("user", render_fields(shown, self.field_limit)))
+            msgs.append(Message("user", render_fields(self._demo_fields(demo), self.field_limit)))
             msgs.append(Message("assistant", str(demo.get(self.output, ""))))
         labels, limit = self._labels, self.field_limit
         text = "\n".join(f"{labels.get(k) or field_label(k)}: {render_value(v, limit)}"
                          for k, v in inputs.items())
         msgs.append(Message("user", text if first else f"{text}\n\n{prompt.instruction}"))
         return tuple(msgs)
+
+    def _demo_fields(self, demo: Mapping[str, Any]) -> dict[str, Any]:
+        """A demo's input fields in one canonical order: the declared inputs, then any other
+        keys sorted. The dict's own order is not part of the config (the digest, the store and
+        the export sort keys), so a resumed or exported config must build the same prompt."""
+        order = (*self.inputs, *self.optional_inputs)
+        declared = [k for k in order if k in demo and k != self.output]
+        extra = sorted(k for k in demo if k not in order and k != self.output)
+        return {k: demo[k] for k in (*declared, *extra)}
 
     def forward(self, inputs: dict[str, Any], config: Mapping[str, Any],
                 ctx: RunContext) -> dict[str, Any]:

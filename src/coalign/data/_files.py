@@ -32,6 +32,7 @@ from coalign.data._io import Fields, first_char, read_json, read_rows, unique_id
 from coalign.data._mapped import load_mapped
 from coalign.data._musique import load_musique
 from coalign.data._pubmedqa import load_pubmedqa
+from coalign.data._shapes import check_shapes
 from coalign.errors import ConfigError, DataError
 
 __all__ = ["FORMATS", "DataFile", "detect_format", "load_file", "load_jsonl_examples"]
@@ -48,8 +49,10 @@ def load_jsonl_examples(path: Path, limit: int | None = None) -> list[Example]:
         if "inputs" not in obj:
             raise row.fail("inputs", "missing (coalign rows are {id, inputs, target}; read "
                                      "other rows through a run config's data: {path, fields})")
-        out.append(Example(str(row.get("id", (str, int))), dict(row.get("inputs", dict)),
-                           obj["target"], dict(row.get("meta", dict, optional=True) or {})))
+        inputs = dict(row.get("inputs", dict))
+        check_shapes(where, inputs, {n: f"inputs.{n}" for n in inputs}, obj["target"], "target")
+        out.append(Example(str(row.get("id", (str, int))), inputs, obj["target"],
+                           dict(row.get("meta", dict, optional=True) or {})))
         wheres.append(where)
     unique_ids(zip(wheres, (e.id for e in out), strict=True))
     return out

@@ -14,6 +14,7 @@ from typing import Any
 
 from coalign.data._base import Example
 from coalign.data._io import read_rows, unique_ids
+from coalign.data._shapes import check_shapes
 from coalign.errors import ConfigError, DataError
 
 __all__ = ["load_mapped"]
@@ -47,8 +48,9 @@ def load_mapped(path: Path, fields: Mapping[str, str], limit: int | None = None
             if not isinstance(ident, (str, int)) or isinstance(ident, bool):
                 raise DataError(f"{where}: field {fields['id']!r} (the id) must be a string or "
                                 f"an int (got {type(ident).__name__})")
-        examples.append(Example(str(ident), {name: _lookup(where, obj, source, name)
-                                             for name, source in inputs.items()}, target))
+        values = {name: _lookup(where, obj, source, name) for name, source in inputs.items()}
+        check_shapes(where, values, inputs, target, fields["target"])
+        examples.append(Example(str(ident), values, target))
         wheres.append(where)
     unique_ids(zip(wheres, (e.id for e in examples), strict=True))
     return examples

@@ -9,14 +9,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from coalign.errors import ConfigError
 from coalign.lm._base import LM
 from coalign.lm._cache import CachedLM
+from coalign.lm._http import redact_url
 from coalign.lm._llamacpp import DEFAULT_MODEL, LlamaCpp
 from coalign.lm._openai import DEFAULT_BASE_URL, OpenAICompatible
 
-_URL = re.compile(r"^(?P<model>.+?)@(?P<url>https?://\S+)$")
+# the "@" that starts a spec's base URL: the first one followed by a scheme and "://" (any
+# case: "HTTP://" must not leave the whole URL, key and all, in the model id)
+_URL_START = re.compile(r"@(?=[A-Za-z][A-Za-z0-9+.-]*://)")
+_NAME = re.compile(r"[a-z][a-z0-9_.+-]{0,23}")  # a backend name short enough to be no key
+_URL_FORM = "http(s)://[user:key@]host[:port]/path"
+_OPENAI_FORM = f"openai:<model>[@{_URL_FORM}], e.g. openai:gpt-4o-mini@https://api.openai.com/v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,28 +88,65 @@ def parse_spec(spec: str) -> LMSpec:
     """Split ``spec`` into scheme, model and (for ``openai``) base URL.
 
     ``llamacpp`` alone means the default model; ``openai:<model>`` without ``@url`` uses
-    ``$OPENAI_BASE_URL`` or the OpenAI API.
+    ``$OPENAI_BASE_URL`` or the OpenAI API. Parsed strictly: a mistyped spec must not send a
+    key inside the model id to another endpoint, so credentials are accepted only as the base
+    URL's ``user:key@`` and no error shows them.
 
     Raises:
-        ConfigError: unknown scheme or missing model.
+        ConfigError: unknown scheme, missing or malformed model, or a malformed base URL.
     """
     scheme, _, rest = spec.strip().partition(":")
     scheme = scheme.lower()
     if scheme not in BACKENDS:
-        raise ConfigError(
-            f"lm spec {spec!r}: unknown backend {scheme!r}; valid backends: "
-            f"{', '.join(sorted(BACKENDS))} (e.g. {_EXAMPLES})"
-        )
+        # the spec itself is not shown: a key pasted as the spec would be its "backend"
+        name = repr(scheme) if _NAME.fullmatch(scheme) else "(not shown)"
+        raise ConfigError(f"lm spec: unknown backend {name}; valid backends: "
+                          f"{', '.join(sorted(BACKENDS))} (e.g. {_EXAMPLES})")
     if scheme == "llamacpp":
+        if redact_url(rest) != rest:
+            raise ConfigError("lm spec llamacpp:...: takes a bundled model name or a .gguf "
+                              "path, not a URL with credentials (the spec is not shown)")
         return LMSpec(scheme, rest or DEFAULT_MODEL)
-    match = _URL.match(rest)
-    model, url = (match["model"], match["url"]) if match else (rest, None)
-    if not model:
-        raise ConfigError(
-            f"lm spec {spec!r}: missing model id; write openai:<model>[@<base_url>], "
-            "e.g. openai:gpt-4o-mini@https://api.openai.com/v1"
-        )
-    return LMSpec(scheme, model, url or os.environ.get("OPENAI_BASE_URL"))
+    at = _URL_START.search(rest)
+    model, url = (rest[:at.start()], rest[at.end():]) if at else (rest, None)
+    if "@" in model:  # a URL without a scheme ("@host/v1"), or a key typed before the model
+        raise ConfigError("lm spec openai:...: the model id holds '@' with no http(s):// base "
+                          f"URL after it; write {_OPENAI_FORM} (the spec is not shown: it may "
+                          "hold a key)")
+    # the URL is checked first and shown redacted: an error about the model echoes no key
+    where = f"lm spec {f'openai:{model}@<url>'!r}"
+    base = _checked_url(url, where) if url is not None else None
+    shown = repr(f"openai:{model}" + (f"@{redact_url(base)}" if base else ""))
+    if not model.strip():
+        raise ConfigError(f"lm spec {shown}: missing model id; write {_OPENAI_FORM}")
+    if "://" in model or any(c.isspace() or not c.isprintable() for c in model):
+        raise ConfigError(f"lm spec {shown}: the model id is malformed (a URL, a space or a "
+                          f"control character); write {_OPENAI_FORM}")
+    if base is None and (env := os.environ.get("OPENAI_BASE_URL")):
+        base = _checked_url(env, "$OPENAI_BASE_URL")
+    return LMSpec(scheme, model, base)
+
+
+def _checked_url(url: str, where: str) -> str:
+    """``url`` with its scheme in lower case, refused unless it is ``http(s)://host[/path]``
+    with credentials, if any, in its userinfo only (a query or fragment could carry a key that
+    no redaction removes, and would break the request paths joined onto it)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parses the port: a non-number raises ValueError
+    except ValueError:
+        raise ConfigError(f"{where}: the base URL is malformed; write {_URL_FORM}") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ConfigError(f"{where}: the base URL must start with http:// or https://")
+    if not parts.hostname:
+        raise ConfigError(f"{where}: the base URL names no host; write {_URL_FORM}")
+    if parts.query or parts.fragment or "?" in url or "#" in url:
+        raise ConfigError(f"{where}: the base URL must not carry a query or fragment (a key "
+                          "goes in its user:key@ part); write " + _URL_FORM)
+    if "@" in parts.path or any(c.isspace() or not c.isprintable() for c in url):
+        raise ConfigError(f"{where}: the base URL has '@', a space or a control character "
+                          f"outside its user:key@ part; write {_URL_FORM}")
+    return parts.scheme.lower() + url[len(parts.scheme):]
 
 
 def make_lm(spec: str, cache: str | Path | None = None,
@@ -123,5 +167,5 @@ def make_lm(spec: str, cache: str | Path | None = None,
     try:
         lm = BACKENDS[parsed.scheme](parsed, kw)
     except TypeError as exc:
-        raise ConfigError(f"lm spec {spec!r}: bad backend option ({exc})") from exc
+        raise ConfigError(f"lm spec {redact_url(spec)!r}: bad backend option ({exc})") from exc
     return CachedLM(lm, cache) if cache is not None else lm

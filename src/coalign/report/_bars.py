@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
 
+from coalign.report._escape import escape
 from coalign.report._lines import CHAR_W, COLORS, fit_text
 
 __all__ = ["Bar", "Segment", "bar_chart"]

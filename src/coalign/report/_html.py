@@ -8,10 +8,10 @@ loads as a second line of defence.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from html import escape
 
 from coalign.report._chart import render_chart
 from coalign.report._data import ReportData
+from coalign.report._escape import escape
 from coalign.report._figures import alignment_chart, cost_chart, routing_chart, step_test_chart
 
 _CSS = """
@@ -31,7 +31,7 @@ _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def _e(value: object) -> str:
-    return escape(str(value), quote=True)
+    return escape(value)
 
 
 def _num(value: float | None, digits: int = 4) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from html import escape
+
+from coalign.report._escape import escape
 
 __all__ = ["COLORS", "SeriesPoint", "SeriesStyle", "fit_text", "line_chart"]
 

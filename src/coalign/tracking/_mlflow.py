@@ -7,6 +7,7 @@ import contextlib
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from coalign.errors import ConfigError, TrackingError
 from coalign.lm import redact_url
@@ -26,6 +27,16 @@ def _one_line(text: str, limit: int = 300) -> str:
     return first[:cut + 1] if cut > 0 else first[:limit - 3] + "..."
 
 
+def _password(uri: str) -> str | None:
+    """The key in ``uri``'s userinfo, also masked wherever a message quotes it without the
+    ``scheme://`` that ``redact_url`` keys on."""
+    try:
+        password = urlsplit(uri).password
+    except ValueError:
+        return None
+    return password if password and len(password) >= 4 else None  # "a" would mask every a
+
+
 class MLflowTracker(BaseTracker):
     """Params: the run config flattened; a metric per ledger step (MLflow step = ledger step);
     the cost ledger, alignment and test metric at the end; artifacts as given."""
@@ -39,6 +50,7 @@ class MLflowTracker(BaseTracker):
             raise ConfigError("run config field 'tracking.mlflow': MLflow is not installed; "
                               "pip install 'coalign[mlflow]'") from None
         self.target, self._experiment = redact_url(uri), experiment
+        self._secret = _password(uri)
         with self._mapped():
             self._client = MlflowClient(uri)
         self._run_id: str | None = None
@@ -51,8 +63,12 @@ class MLflowTracker(BaseTracker):
         try:
             yield
         except MlflowException as exc:
-            raise TrackingError(f"MLflow at {self.target}: {_one_line(str(exc.message))}") \
-                from None
+            # MLflow's messages quote the URI it was given, credentials and all: redacted
+            # before the cut, which could split a URL's userinfo from its "@"
+            text = redact_url(str(exc.message))
+            if self._secret:
+                text = text.replace(self._secret, "***")
+            raise TrackingError(f"MLflow at {self.target}: {_one_line(text)}") from None
 
     def open(self, run_id: str | None, run_name: str, params: Mapping[str, str],
              tags: Mapping[str, str]) -> tuple[str, set[int]]:
