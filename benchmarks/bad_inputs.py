@@ -1,7 +1,7 @@
 """Bad-input probe: feeds malformed inputs to the real ``coalign`` command line and counts how
 each one ends.
 
-    python benchmarks/bad_inputs.py [--quick | --hostile] [--json results.json] [--only TEXT]
+    python -m benchmarks.bad_inputs [--quick | --hostile] [--json results.json] [--only TEXT]
 
 Families: run configs (``optimize``), system configs (``evaluate --config``), dataset files
 (``evaluate --data FILE.jsonl``), preference pairs and contracts (``audit``,
@@ -29,7 +29,6 @@ cases of each family, ``--hostile`` only those of the second probe (issue 42). N
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import subprocess
@@ -39,8 +38,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the case modules, next to this
-from bad_inputs_cases import (  # noqa: E402
+from benchmarks._results import write_result
+from benchmarks.bad_inputs_cases import (
     DATASETS,
     FLAGS,
     ROOT,
@@ -50,8 +49,8 @@ from bad_inputs_cases import (  # noqa: E402
     Case,
     Ctx,
 )
-from bad_inputs_hostile import HOSTILE_CASES  # noqa: E402
-from bad_inputs_stores import PAIRS, RUN_DIRS  # noqa: E402
+from benchmarks.bad_inputs_hostile import HOSTILE_CASES
+from benchmarks.bad_inputs_stores import PAIRS, RUN_DIRS
 
 CASES: list[Case] = [*RUN_CONFIGS, *DATASETS, *SYSTEM_CONFIGS, *PAIRS, *RUN_DIRS, *FLAGS,
                      *HOSTILE_CASES]
@@ -194,7 +193,7 @@ def main() -> None:
     print(f"{'total':<14}" + "".join(f"{summary[k]:>10}" for k in OUTCOMES))
     print(f"tried {summary['tried']} ({summary['bad']} bad, {summary['good']} good controls)")
     if args.json:
-        args.json.write_text(json.dumps({**summary, "cases": results}, indent=1) + "\n")
+        write_result(args.json, {**summary, "cases": results}, indent=1)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from bad_inputs_cases import (
+from benchmarks.bad_inputs_cases import (
     FIXTURE_CONTRACT,
     FIXTURE_PAIRS,
     ROW,
@@ -29,7 +29,7 @@ from bad_inputs_cases import (
     config,
     rows,
 )
-from bad_inputs_stores import _audit, _export, _run_dir_case, _sql, _step, step
+from benchmarks.bad_inputs_stores import _audit, _export, _run_dir_case, _sql, _step, step
 
 KEY = "SECRETKEY42"
 DEEP = "[" * 100_000 + "]" * 100_000

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bad_inputs_cases import FIXTURE_CONTRACT, FIXTURE_PAIRS, Case, Ctx, rows
+from benchmarks.bad_inputs_cases import FIXTURE_CONTRACT, FIXTURE_PAIRS, Case, Ctx, rows
 
 # -- preference pairs and contracts: coalign audit / export-pairs -----------------------------
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sqlite3
 import sys
@@ -47,11 +46,9 @@ PROBE_SUBSET = [
 
 
 def load_probe():
-    spec = importlib.util.spec_from_file_location("bad_inputs", ROOT / "benchmarks" /
-                                                  "bad_inputs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from benchmarks import bad_inputs
+
+    return bad_inputs
 
 
 @pytest.mark.slow
