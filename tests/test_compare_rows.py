@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from benchmarks import compare as compare_script
 from coalign.store import RunStore
-from tests.test_compare_status import load_compare
 
 
 def row(metric: float, scores: list[float], runs: float = 10.0) -> dict:
@@ -15,7 +15,7 @@ def row(metric: float, scores: list[float], runs: float = 10.0) -> dict:
 
 
 def test_a_finished_row_is_measured_once_and_reused_on_a_fresh_machine(tmp_path):
-    compare = load_compare()
+    compare = compare_script
     results = tmp_path / "results"
     calls = []
 
@@ -41,7 +41,7 @@ def test_a_finished_row_is_measured_once_and_reused_on_a_fresh_machine(tmp_path)
 
 
 def test_a_row_only_the_run_dir_holds_is_copied_into_the_results_file(tmp_path):
-    compare = load_compare()
+    compare = compare_script
     store = RunStore(tmp_path / "run")
     store.set_meta("compare:reinforce", row(0.6, [1.0]))
     saved = compare.SavedRows(tmp_path / "results", "run")
@@ -53,21 +53,21 @@ def test_a_row_only_the_run_dir_holds_is_copied_into_the_results_file(tmp_path):
 
 
 def test_no_results_dir_keeps_rows_nowhere(tmp_path):
-    compare = load_compare()
+    compare = compare_script
     saved = compare.SavedRows(None, "run")
     saved.put("coalign", row(0.5, [1.0]))
     assert saved.rows() == {} and saved.get("coalign") is None
 
 
 def test_a_damaged_results_file_is_named_in_one_line(tmp_path):
-    compare = load_compare()
+    compare = compare_script
     (tmp_path / "run.json").write_text("{not json")
     with pytest.raises(SystemExit, match=r"run\.json: not a compare results file"):
         compare.SavedRows(tmp_path, "run").rows()
 
 
 def test_status_reads_the_results_file_when_the_run_dir_is_gone(tmp_path, capsys):
-    compare = load_compare()
+    compare = compare_script
     cfg = compare.run_config("pubmedqa_select", False, 1)
     name = compare.system_dir(tmp_path, "pubmedqa_select", 1, cfg).name
     saved = compare.SavedRows(tmp_path / "results", name)
@@ -87,7 +87,7 @@ def test_status_reads_the_results_file_when_the_run_dir_is_gone(tmp_path, capsys
 
 
 def test_baselines_without_coalign_s_row_are_refused_before_any_llm_call(tmp_path):
-    compare = load_compare()
+    compare = compare_script
     cfg = compare.run_config("pubmedqa_select", True, 0)
     name = compare.system_dir(tmp_path, "pubmedqa_select", 0, cfg).name
     compare.SavedRows(tmp_path / "results", name).put("unoptimized", row(0.25, [0.0] * 4, 0.0))

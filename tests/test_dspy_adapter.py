@@ -12,6 +12,7 @@ pytest.importorskip("dspy")
 
 import dspy  # noqa: E402
 
+from benchmarks import compare as compare_script  # noqa: E402
 from coalign.component import FunctionComponent, LLMComponent, render_value  # noqa: E402
 from coalign.data._base import Example  # noqa: E402
 from coalign.errors import ConfigError  # noqa: E402
@@ -30,7 +31,6 @@ from coalign.runtime import Runtime  # noqa: E402
 from coalign.system import Loop, System  # noqa: E402
 from coalign.task import Task  # noqa: E402
 from tests.fakes import FakeLM  # noqa: E402
-from tests.test_compare_status import load_compare  # noqa: E402
 
 SHORT = "short answer only"
 
@@ -197,7 +197,7 @@ def test_compare_dspy_rows_have_the_common_keys(setup, tmp_path):
     from coalign.store import RunStore
 
     task, _, rt = setup
-    compare = load_compare()
+    compare = compare_script
     assert compare.HAS_DSPY
     test = examples(12, 16)
     base = evaluate(task, test, task.system.default_config(), rt)

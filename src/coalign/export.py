@@ -60,8 +60,7 @@ class LoadedSystem:
 def export_run(run_dir: Path, out: Path) -> dict[str, Any]:
     """Write the final config of the run in ``run_dir`` to ``out`` (and each selector's reward
     model beside it); returns what was written. Each file appears whole or not at all."""
-    from coalign.optimize._ledger import checked_steps
-    from coalign.optimize._selectors import policies_of, selector_dir
+    from coalign.optimize import checked_steps, policies_of, selector_dir
 
     with RunStore(run_dir, readonly=True) as store:
         run_config = store.get_meta("run_config")
@@ -132,8 +131,7 @@ def load_system(path: Path, task: Task) -> LoadedSystem:
 def _selectors(folder: Path, task: Task, raw: Any
                ) -> tuple[dict[tuple[str, str], Selector], dict[tuple[str, str], str]]:
     from coalign.job import choice_costs
-    from coalign.optimize import RewardSelector
-    from coalign.optimize._selectors import load_frozen
+    from coalign.optimize import RewardSelector, load_frozen
     from coalign.rewards import make_backbone
 
     if not isinstance(raw, dict):

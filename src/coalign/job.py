@@ -13,8 +13,7 @@ from coalign.data import Example, split
 from coalign.errors import ConfigError
 from coalign.executors import make_executor
 from coalign.imports import check_metric, load_task
-from coalign.optimize import Optimizer, choice_costs
-from coalign.optimize._selectors import Policies, policies_of, policy_suffix
+from coalign.optimize import Optimizer, Policies, choice_costs, policies_of, policy_suffix
 from coalign.rewards import LocalRewardModel, TrainConfig, make_backbone
 from coalign.runconfig import (  # noqa: F401  (the schema's names, where callers look)
     DataSpec,

@@ -27,7 +27,7 @@ from typing import Any
 
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.errors import ConfigError
 from coalign.pairs import PreferencePair, canonical_json, label_for, to_jsonable
 from coalign.runtime import Runtime, Sampling

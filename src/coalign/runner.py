@@ -16,16 +16,17 @@ from typing import Any
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.data import (
+    DataFile,
     Example,
     load_amazon_sessions,
+    load_file,
     load_hotpotqa,
     load_mbpp,
     load_musique,
     load_pubmedqa,
     make_world,
 )
-from coalign.data._files import DataFile, load_file
-from coalign.data._files import load_jsonl_examples as load_jsonl_examples  # its old home
+from coalign.data import load_jsonl_examples as load_jsonl_examples  # its old home
 from coalign.errors import ConfigError
 from coalign.executors import BaseExecutor
 from coalign.lm import CachedLM, EndpointSettings, UsageMeter, make_lm

@@ -13,9 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 from coalign.errors import ConfigError
 from coalign.executors import BaseExecutor, ThreadExecutor
-from coalign.lm._base import LM, LMError, LMRequest, LMResponse
-from coalign.lm._http import redact_url
-from coalign.lm._models import model_seconds
+from coalign.lm import LM, LMError, LMRequest, LMResponse, model_seconds, redact_url
 from coalign.trace import Usage
 
 _T = TypeVar("_T")

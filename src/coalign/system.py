@@ -15,7 +15,7 @@ from graphlib import CycleError, TopologicalSorter
 from time import perf_counter
 from typing import Any
 
-from coalign.component._base import Component
+from coalign.component import Component
 from coalign.config import SystemConfig
 from coalign.errors import ConfigError, GraphError
 from coalign.params import Choice

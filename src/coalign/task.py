@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.errors import ConfigError
 from coalign.system import System
 from coalign.trace import Trace

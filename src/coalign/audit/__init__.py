@@ -5,7 +5,12 @@ from coalign.audit._audit_jsonl import audit_jsonl
 from coalign.audit._contract import AuditScope, AuditThresholds, PreferenceContract
 from coalign.audit._errors import AuditError
 from coalign.audit._hh import hh_pair, iter_hh_pairs
-from coalign.audit._jsonl import iter_pairs_jsonl, load_contract, write_pairs_jsonl
+from coalign.audit._jsonl import (
+    iter_pairs_jsonl,
+    load_contract,
+    write_pairs_jsonl,
+    write_text_atomic,
+)
 from coalign.audit._loss import dpo_loss, dpo_margin, softplus
 from coalign.audit._pair import PreferencePair
 from coalign.audit._report import CLAIM, Finding, PreferenceReport
@@ -34,4 +39,5 @@ __all__ = [
     "rollout_pairs",
     "softplus",
     "write_pairs_jsonl",
+    "write_text_atomic",
 ]

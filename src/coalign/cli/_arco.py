@@ -29,8 +29,7 @@ def show(
     # Heavy imports stay here so `coalign --help` stays fast.
     import torch
 
-    from coalign.data import make_world
-    from coalign.data._base import split
+    from coalign.data import make_world, split
     from coalign.rubric import Policy, RubricModel, SearchEnv, load_checkpoint
 
     try:

@@ -9,8 +9,13 @@ from typing import Annotated
 
 import typer
 
-from coalign.audit import audit_jsonl, iter_hh_pairs, iter_pairs_jsonl, load_contract
-from coalign.audit._jsonl import write_text_atomic
+from coalign.audit import (
+    audit_jsonl,
+    iter_hh_pairs,
+    iter_pairs_jsonl,
+    load_contract,
+    write_text_atomic,
+)
 from coalign.cli._app import app, fail
 from coalign.errors import CoalignError
 

@@ -22,8 +22,7 @@ from coalign.errors import ConfigError, DataError
 from coalign.executors import ExecutorSpec, make_executor
 from coalign.export import FORMAT, LoadedSystem, load_system
 from coalign.imports import check_metric, load_task
-from coalign.lm import EndpointSettings
-from coalign.lm._factory import REMOTE
+from coalign.lm import REMOTE, EndpointSettings
 from coalign.runner import (
     CACHE_NAME,
     DATASETS,

@@ -104,7 +104,7 @@ def optimize_dspy_cmd(
         raise ConfigError(f"--budget {budget!r}: not a JSON object") from None
     if not isinstance(extra, dict):
         raise ConfigError(f"--budget {budget!r}: expected a JSON object of budget fields")
-    from coalign.dspy._optimize import budget_spec
+    from coalign.dspy import budget_spec
 
     budget_spec({"iterations": iterations, **extra})  # checked before the run dir is made
     trainset = read_examples(train, fields)

@@ -42,7 +42,7 @@ DEMO = {"system": "multihop_qa", "data": "world",
 
 
 def _show_step(rec: StepRecord) -> None:
-    from coalign.report._data import reset_note
+    from coalign.report import reset_note
 
     value = _shown(rec.value, limit=50) + reset_note(rec.reset)
     if rec.val_after is None:  # nothing validated: say why instead

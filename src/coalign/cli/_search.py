@@ -61,8 +61,16 @@ def search(
         fail(f"--task: unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
     # the heavy imports stay here so `coalign --help` is fast
     from coalign.lm import make_lm
-    from coalign.search import BeamSearch, LLMReviewer, SearchState, SearchStore, Targets
-    from coalign.search._pubmedqa import PubMedQATask, base_spec, load_sets
+    from coalign.search import (
+        BeamSearch,
+        LLMReviewer,
+        PubMedQATask,
+        SearchState,
+        SearchStore,
+        Targets,
+        base_spec,
+        load_sets,
+    )
 
     settings = dict(
         task=task,

@@ -18,7 +18,7 @@ from typing import Any
 
 from coalign.compare._lookup import Lookup, Split, Trajectory
 from coalign.errors import ConfigError
-from coalign.optimize._outcome import StepState
+from coalign.optimize import StepState
 from coalign.tables import CandidateSpace, config_indices, replay_policy_samples
 
 

@@ -71,7 +71,8 @@ def reinforce(lookup: Lookup, split: Split, budget: float, seed: int, *, batch_s
     """Global-reward REINFORCE over the slots (``optimize.reinforce_search`` on lookups): one
     sampled config per minibatch of train questions, then the policy's mode and the start
     config validated with what is left of the budget."""
-    from coalign.optimize._reinforce import RunningBaseline, _Categorical
+    from coalign.optimize import Categorical as _Categorical
+    from coalign.optimize import RunningBaseline
 
     rng = random.Random(f"reinforce:{seed}")
     # the live baseline's softmax policy per slot, over candidate indices

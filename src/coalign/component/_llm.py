@@ -7,7 +7,7 @@ from typing import Any
 
 from coalign.component._base import Component
 from coalign.errors import GraphError
-from coalign.lm._base import LMRequest, Message
+from coalign.lm import LMRequest, Message
 from coalign.params import Choice, Text, TextValue
 from coalign.runtime import RunContext
 

@@ -3,7 +3,7 @@
 from coalign.data._amazon import AMAZON_SPLITS, load_amazon_sessions
 from coalign.data._base import DataError, Example, split
 from coalign.data._code import MBPP_SPLITS, load_humaneval, load_mbpp
-from coalign.data._files import DataFile, detect_format, load_file
+from coalign.data._files import DataFile, detect_format, load_file, load_jsonl_examples
 from coalign.data._hotpotqa import load_hotpotqa
 from coalign.data._io import DATA_DIR_ENV, data_dir
 from coalign.data._metrics import (
@@ -42,6 +42,7 @@ __all__ = [
     "load_hotpotqa",
     "load_amazon_sessions",
     "load_file",
+    "load_jsonl_examples",
     "load_humaneval",
     "load_mbpp",
     "load_musique",

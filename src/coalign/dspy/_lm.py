@@ -21,7 +21,7 @@ except ImportError as exc:  # the bench extra is optional
     raise ImportError("coalign.dspy needs DSPy: pip install 'coalign[bench]'") from exc
 
 from coalign.lm import LM, LMRequest, make_lm
-from coalign.optimize._dspy import engine_response, request_messages
+from coalign.optimize import engine_response, request_messages
 from coalign.runtime import RunContext
 
 __all__ = ["ACTIVE_STEP", "AdapterParseError", "CoalignLM", "dspy"]

@@ -22,13 +22,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from coalign.config import SystemConfig
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.dspy._components import PROMPT, write_back
 from coalign.dspy._lm import CoalignLM, dspy
 from coalign.dspy._system import ERROR, ProgramSystem
 from coalign.errors import ConfigError
-from coalign.optimize import Gate, Ledger, LoopSettings, Optimizer, StepRecord
-from coalign.optimize._budget import BudgetSpec
+from coalign.optimize import BudgetSpec, Gate, Ledger, LoopSettings, Optimizer, StepRecord
 from coalign.pairs import canonical_json
 from coalign.rewards import LocalRewardModel, make_backbone
 from coalign.runtime import Runtime

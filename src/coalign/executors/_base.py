@@ -15,8 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from coalign.errors import CoalignError
-from coalign.lm._base import LM
-from coalign.lm._factory import EndpointSettings, make_lm
+from coalign.lm import LM, EndpointSettings, make_lm
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -21,9 +21,7 @@ from typing import Any
 
 from coalign.errors import ConfigError
 from coalign.executors._base import ThreadExecutor, WorkerLost
-from coalign.lm._base import LM, LMError, LMRequest, LMResponse
-from coalign.lm._factory import EndpointSettings, make_lm
-from coalign.lm._http import redact_url
+from coalign.lm import LM, EndpointSettings, LMError, LMRequest, LMResponse, make_lm, redact_url
 
 log = logging.getLogger(__name__)
 LMFactory = Callable[[str], LM]

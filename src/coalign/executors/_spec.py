@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from coalign.executors._base import BaseExecutor, ThreadExecutor
-from coalign.lm._factory import EndpointSettings
+from coalign.lm import EndpointSettings
 
 
 class ExecutorSpec(BaseModel):

@@ -2,9 +2,9 @@
 
 from coalign.lm._base import LM, LMError, LMRefusal, LMRequest, LMResponse, Message, chat
 from coalign.lm._cache import CachedLM
-from coalign.lm._factory import BACKENDS, EndpointSettings, LMSpec, make_lm, parse_spec
+from coalign.lm._factory import BACKENDS, REMOTE, EndpointSettings, LMSpec, make_lm, parse_spec
 from coalign.lm._http import redact_url
-from coalign.lm._llamacpp import LlamaCpp, LoadedModel, ModelPool, default_pool
+from coalign.lm._llamacpp import LlamaCpp, LoadedModel, ModelPool, default_pool, default_threads
 from coalign.lm._meter import MeteredLM, Price, PriceTable, Usage, UsageMeter
 from coalign.lm._models import (
     BundledModel,
@@ -17,6 +17,7 @@ from coalign.lm._openai import OpenAICompatible
 
 __all__ = [
     "BACKENDS",
+    "REMOTE",
     "BundledModel",
     "CachedLM",
     "EndpointSettings",
@@ -41,6 +42,7 @@ __all__ = [
     "chat",
     "default_cache_dir",
     "default_pool",
+    "default_threads",
     "make_lm",
     "model_seconds",
     "parse_spec",

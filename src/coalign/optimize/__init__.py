@@ -12,20 +12,42 @@ from coalign.optimize._choice import ExpChoiceOptimizer, RewardSelector, softmax
 from coalign.optimize._costs import choice_costs
 from coalign.optimize._gate import Gate, paired_bootstrap
 from coalign.optimize._kinds import KINDS, ParamKind, RolloutAsk, optimizer_problem
-from coalign.optimize._ledger import Ledger, planned_runs, prefix_discount
+from coalign.optimize._ledger import Ledger, checked_steps, planned_runs, prefix_discount
 from coalign.optimize._local import LEGACY, legacy_conflict
 from coalign.optimize._loop import Optimizer, StepRecord
 from coalign.optimize._outcome import Outcome, StepState
 from coalign.optimize._pareto import EditMutator, ParetoTextOptimizer
 from coalign.optimize._reinforce import ReinforceResult, RunningBaseline, reinforce_search
+from coalign.optimize._reinforce import _Categorical as Categorical
+from coalign.optimize._selectors import (
+    Policies,
+    load_frozen,
+    policies_of,
+    policy_suffix,
+    selector_dir,
+)
 from coalign.optimize._settings import LoopSettings
 from coalign.optimize._text import TextOptimizer
 from coalign.optimize._weights import ReinforceWeightsOptimizer, WeightsValue
 
-__all__ = ["KINDS", "LEGACY", "BaseLocalOptimizer", "BudgetSpec", "EditMutator",
+_DSPY_EXPORTS = {"engine_response": "_dspy", "request_messages": "_dspy"}
+
+
+def __getattr__(name: str) -> object:
+    # The DSPy engine needs the bench extra: load it only when asked for.
+    if name in _DSPY_EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(f"coalign.optimize.{_DSPY_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'coalign.optimize' has no attribute {name!r}")
+
+
+__all__ = ["KINDS", "LEGACY", "BaseLocalOptimizer", "BudgetSpec", "Categorical", "EditMutator",
            "ExpChoiceOptimizer", "Gate", "Ledger", "LocalContext", "LocalView", "LoopSettings",
-           "NoopOptimizer", "Optimizer", "Outcome", "ParamKind", "ParetoTextOptimizer",
+           "NoopOptimizer", "Optimizer", "Outcome", "ParamKind", "ParetoTextOptimizer", "Policies",
            "ReinforceResult", "ReinforceWeightsOptimizer", "RewardSelector", "RolloutAsk",
            "RunningBaseline", "Scored", "StepRecord", "StepState", "TextOptimizer",
-           "WeightsValue", "choice_costs", "legacy_conflict", "optimizer_problem",
-           "paired_bootstrap", "planned_runs", "prefix_discount", "reinforce_search", "softmax"]
+           "WeightsValue", "checked_steps", "choice_costs", "engine_response", "legacy_conflict",
+           "load_frozen", "optimizer_problem", "paired_bootstrap", "planned_runs",
+           "policies_of", "policy_suffix", "prefix_discount", "reinforce_search",
+           "request_messages", "selector_dir", "softmax"]

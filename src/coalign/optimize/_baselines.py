@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.optimize._kinds import KINDS, ParamKind, kind_of
 from coalign.runtime import Runtime
 from coalign.task import Task

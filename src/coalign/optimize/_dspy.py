@@ -41,7 +41,7 @@ from coalign.component import LLMComponent, render_value
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.errors import CoalignError, ConfigError
-from coalign.lm._base import LMRequest, Message
+from coalign.lm import LMRequest, Message
 from coalign.params import TextValue
 from coalign.runtime import RunContext, Runtime
 from coalign.system import System

@@ -11,9 +11,9 @@ from typing import Any
 
 from coalign.component import render_value
 from coalign.config import SystemConfig
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.errors import ConfigError
-from coalign.lm._base import LM
+from coalign.lm import LM
 from coalign.optimize._baselines import SearchResult
 from coalign.optimize._dspy import (  # dspy's names too: its import error names the extra
     EXAMPLE_ID,

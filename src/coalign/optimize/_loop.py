@@ -21,7 +21,7 @@ from typing import Any
 
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.errors import ConfigError, StoreError
 from coalign.optimize._alignment import cross_validated_alignment
 from coalign.optimize._base import BaseLocalOptimizer

@@ -31,8 +31,8 @@ from coalign.search import (
     SearchStore,
     compile_prompt,
     compute_pareto_front,
+    parent_spec,
 )
-from coalign.search._mutation import parent_spec
 
 
 class EditMutator(BaseMutator):

@@ -27,13 +27,13 @@ import torch
 from coalign.component import PolicyComponent
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.errors import ConfigError
 from coalign.optimize._baselines import OnTrial, SearchResult, _trial
 from coalign.optimize._choice import softmax
 from coalign.optimize._kinds import KINDS, ParamKind, kind_of
 from coalign.optimize._weights import policy_of, policy_step, snapshot
-from coalign.rewards._heads import single_thread
+from coalign.rewards import single_thread
 from coalign.runtime import Runtime, Sampling
 from coalign.system import System
 from coalign.task import Task

@@ -22,8 +22,7 @@ from typing import Any
 
 from coalign.errors import StoreError
 from coalign.pairs import canonical_json
-from coalign.rewards import LocalRewardModel, load_reward_model, save_reward_model
-from coalign.rewards._backbone import Backbone
+from coalign.rewards import Backbone, LocalRewardModel, load_reward_model, save_reward_model
 from coalign.runtime import selector_tag
 
 # a per-instance (component, param) -> digest of the frozen reward its selector reads

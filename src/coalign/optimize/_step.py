@@ -29,7 +29,7 @@ from typing import Any
 
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.optimize._base import BaseLocalOptimizer, LocalView, Scored, value_key
 from coalign.optimize._choice import SELECTOR, cost_penalized, option_scores, per_instance_proposal
 from coalign.optimize._coupled import at_start, best_variant, tuned_siblings, variants

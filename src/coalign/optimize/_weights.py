@@ -21,7 +21,7 @@ from coalign.component import PolicyComponent
 from coalign.errors import ConfigError
 from coalign.optimize._base import BaseLocalOptimizer, LocalView, Scored
 from coalign.params import Weights, WeightsValue
-from coalign.rewards._heads import single_thread
+from coalign.rewards import single_thread
 from coalign.task import Task
 from coalign.trace import Step, Trace
 

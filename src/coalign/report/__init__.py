@@ -12,12 +12,15 @@ from coalign.report._data import (
     RouteRow,
     StepRow,
     StepTest,
+    alignment_rows,
     build_report_data,
 )
+from coalign.report._format import reset_note
 from coalign.report._html import render_html
+from coalign.report._lines import SeriesPoint, line_chart
 from coalign.report._write import REPORT_NAME, write_report
 
 __all__ = ["REPORT_NAME", "AlignmentRow", "ConfigExamples", "CostRow", "CurvePoint",
-           "ExampleAnswer", "ParamView", "ReportData", "RouteRow", "StepRow", "StepTest",
-           "build_report_data",
-           "render_chart", "render_html", "write_report"]
+           "ExampleAnswer", "ParamView", "ReportData", "RouteRow", "SeriesPoint", "StepRow",
+           "StepTest", "alignment_rows", "build_report_data", "line_chart",
+           "render_chart", "render_html", "reset_note", "write_report"]

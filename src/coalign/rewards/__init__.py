@@ -18,7 +18,7 @@ from coalign.rewards._cache import EmbeddingCache
 from coalign.rewards._eval import AlignmentResult, data_efficiency, pairwise_accuracy, subsample
 from coalign.rewards._features import FEATURE_NAMES, N_FEATURES, features
 from coalign.rewards._finetune import FinetuneConfig, finetune_backbone
-from coalign.rewards._heads import TrainConfig
+from coalign.rewards._heads import TrainConfig, single_thread
 from coalign.rewards._heuristic import HeuristicReward, query_overlap_reward, shorter_output_reward
 from coalign.rewards._io import load_reward_model, save_reward_model
 from coalign.rewards._judge import LLMJudgeRanker, parse_choice
@@ -67,5 +67,6 @@ __all__ = [
     "render_sections",
     "save_reward_model",
     "shorter_output_reward",
+    "single_thread",
     "subsample",
 ]

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coalign.lm._base import LM, chat
+from coalign.lm import LM, chat
 from coalign.pairs import PreferencePair
 from coalign.rewards._render import RenderBudget, render_sections
 

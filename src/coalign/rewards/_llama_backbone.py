@@ -36,8 +36,7 @@ class LlamaBackbone(CachedBackbone):
         import llama_cpp
 
         from coalign.errors import ConfigError
-        from coalign.lm import LMError, ModelResolver
-        from coalign.lm._llamacpp import default_threads
+        from coalign.lm import LMError, ModelResolver, default_threads
 
         resolver = ModelResolver()
         try:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.rubric._advantages import (
     bucketed_advantages,
     outcome_step_rewards,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from coalign.data._metrics import normalize_answer
+from coalign.data import normalize_answer
 from coalign.retrieval import tokenize
 from coalign.rubric._env import Step, Trajectory, extract_spans
 

@@ -16,8 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from coalign.data._base import Example
-from coalign.data._metrics import exact_match, normalize_answer
+from coalign.data import Example, exact_match, normalize_answer
 from coalign.retrieval import STOPWORDS, BM25Index
 
 __all__ = [

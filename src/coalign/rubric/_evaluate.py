@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.rubric._env import Trajectory
 from coalign.rubric._policy import Policy
 from coalign.rubric._rubric import StepRubric

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.rubric._ablations import Variant
 from coalign.rubric._coevolve import CoevolveConfig, co_evolve
 from coalign.rubric._criteria import FIXED_CRITERIA, warmup_targets

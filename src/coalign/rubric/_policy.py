@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.rubric._env import Action, SearchEnv, Trajectory
 from coalign.rubric._model import ArcoModel, expand_cache, last_hidden, pad_batch
 from coalign.rubric._text import StepEncoder

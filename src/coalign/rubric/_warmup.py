@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.rubric._criteria import mentions, warmup_targets
 from coalign.rubric._env import SearchEnv, Trajectory
 from coalign.rubric._policy import Decision, Policy

@@ -11,10 +11,18 @@ from coalign.search._engine import (
     Evaluator,
     signed_change,
 )
-from coalign.search._mutation import BaseMutator, FailureCell, Mutator, Proposal, failure_cells
+from coalign.search._mutation import (
+    BaseMutator,
+    FailureCell,
+    Mutator,
+    Proposal,
+    failure_cells,
+    parent_spec,
+)
 from coalign.search._persist import SearchStore
 from coalign.search._progress import compute_hypervolume, measure_progress, reference_point
 from coalign.search._prompt import Demo, EditDirective, PromptSpec, apply_directives, compile_prompt
+from coalign.search._pubmedqa import PubMedQATask, base_spec, load_sets
 from coalign.search._reviewer import LLMReviewer, parse_review
 from coalign.search._rounds import ChildSlot, advance_round, plan_children
 from coalign.search._selection import (
@@ -50,6 +58,7 @@ __all__ = [
     "LLMReviewer",
     "Mutator",
     "PromptSpec",
+    "PubMedQATask",
     "Proposal",
     "RoundSummary",
     "SearchState",
@@ -57,13 +66,16 @@ __all__ = [
     "Targets",
     "advance_round",
     "apply_directives",
+    "base_spec",
     "compile_prompt",
     "compute_hypervolume",
     "compute_pareto_front",
     "crowding_distance",
     "dominates",
     "failure_cells",
+    "load_sets",
     "measure_progress",
+    "parent_spec",
     "parse_review",
     "plan_children",
     "prune_to_size",

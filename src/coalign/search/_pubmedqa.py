@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from coalign.data import PUBMEDQA_LABELS, Example, extract_label, load_pubmedqa, split
-from coalign.lm._base import LM, LMError, chat
+from coalign.lm import LM, LMError, chat
 from coalign.search._engine import CandidateFailed, Evaluation
 from coalign.search._prompt import Demo, PromptSpec
 

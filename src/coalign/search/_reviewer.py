@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from coalign.lm._base import LM, chat
+from coalign.lm import LM, chat
 from coalign.search._mutation import (
     BaseMutator,
     FailureCell,

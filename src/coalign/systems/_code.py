@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coalign.component import Component, LLMComponent
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.params import Choice
 from coalign.runtime import RunContext
 from coalign.sandbox import Limits, SandboxResult, run_tests

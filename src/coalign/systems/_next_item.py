@@ -35,7 +35,7 @@ def next_item(model: str = "qwen2.5-0.5b", *, decider_backbone: Any = None, hidd
     bundled MiniLM, loaded on first use. ``hidden``: width of the decider's hidden layer.
     ``models``: each LLM component chooses its model among these (``model_param``).
     """
-    from coalign.component._decider import ItemDecider  # torch: imported only when used
+    from coalign.component import ItemDecider  # torch: imported only when used
 
     def pick() -> str | Choice:  # a param object of its own for each component
         return model_param(model, models, model_scope)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coalign.component import FunctionComponent, Select
-from coalign.data._base import Example
+from coalign.data import Example
 from coalign.runtime import Runtime
 from coalign.system import System
 from coalign.task import Task

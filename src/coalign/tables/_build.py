@@ -33,7 +33,7 @@ from coalign.config import SystemConfig
 from coalign.data import Example
 from coalign.errors import ConfigError
 from coalign.executors import BaseExecutor, SerialExecutor, ThreadExecutor, WorkerLost
-from coalign.lm._base import LM
+from coalign.lm import LM
 from coalign.runtime import Runtime, Sampling
 from coalign.systems import models_of
 from coalign.tables._replay import RecordingLM

@@ -21,7 +21,7 @@ POLICY_SAMPLES = 4  # the loop arm's draws per input for such a param (the weigh
 def _llms_fed(task: Task) -> dict[str, list[str]]:
     """Per component with a param trained as a policy, the LLM components downstream of it."""
     from coalign.component import LLMComponent
-    from coalign.optimize._kinds import KINDS  # the loop's registry imports torch: only here
+    from coalign.optimize import KINDS  # the loop's registry imports torch: only here
 
     system = task.system
     return {c.name: [d for d in sorted(system.descendants(c.name))

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 
-from coalign.lm._base import LM, LMError, LMRequest, LMResponse
+from coalign.lm import LM, LMError, LMRequest, LMResponse
 from coalign.tables._shards import Entry, ShardSet
 
 _EXTRA = MappingProxyType({"local": True, "replay": True})

@@ -26,9 +26,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from coalign.optimize._base import BaseLocalOptimizer, LocalView
-from coalign.optimize._kinds import ParamKind
-from coalign.optimize._settings import LoopSettings
+from coalign.optimize import BaseLocalOptimizer, LocalView, LoopSettings, ParamKind
 from coalign.pairs import canonical_json, to_jsonable
 
 

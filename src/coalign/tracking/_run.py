@@ -42,7 +42,7 @@ def step_metrics(state: str, rec: Mapping[str, Any]) -> dict[str, float]:
 
 def final_metrics(ledger: Ledger, alignment: Any, result: Any) -> dict[str, float]:
     """The cost ledger per phase, local-reward alignment per component and the test metric."""
-    from coalign.report._data import alignment_rows  # the report's reading of stored alignment
+    from coalign.report import alignment_rows  # the report's reading of stored alignment
 
     out: dict[str, float] = {}
     for phase, runs, calls, hits in ledger.rows():
