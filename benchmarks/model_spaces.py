@@ -29,6 +29,18 @@ def _pick(donor: CandidateSpace, key: str, indices: list[int]) -> tuple[list[Any
     return [donor.params[key][i] for i in indices], [notes[i] for i in indices]
 
 
+def _pool(donor: CandidateSpace, notes: dict[str, Any], probe: int, ids: list[str],
+          what: str) -> tuple[str, ...]:
+    """The donor's pool, or with ``probe`` its first ``probe`` questions outside it (in
+    ``ids``' order); the choice is recorded in ``notes["pool"]``."""
+    if not probe:
+        notes["pool"] = donor.notes.get("pool")
+        return tuple(donor.questions)
+    pool = set(donor.questions)
+    notes["pool"] = f"headroom probe: {what} (outside every table's pool)"
+    return tuple([q for q in ids if q not in pool][:probe])
+
+
 def code_gen_models(probe: int) -> CandidateSpace:
     """code_gen with 0.5B / 1.5B per LLM component. The generator keeps the donor's start, the
     example-name hint and the two bootstrapped demos (the prompt that is worst for the 0.5B and
@@ -50,15 +62,9 @@ def code_gen_models(probe: int) -> CandidateSpace:
     for comp in ("code_generator", "test_generator", "reviser"):
         params[f"{comp}.model"] = list(models)
         notes[f"{comp}.model"] = ["bundled 0.5B (start)", "bundled 1.5B (about 2x the seconds)"]
-    questions = donor.questions
-    notes["pool"] = donor.notes.get("pool")
-    if probe:
-        pool = set(donor.questions)
-        outside = [e.id for e in load_mbpp(split="test") if e.id not in pool]
-        questions = tuple(outside[:probe])
-        notes["pool"] = (f"headroom probe: the {probe} sanitized MBPP test problems after the "
-                         "first 100 (outside every table's pool)")
-    return CandidateSpace(system="code_gen", dataset="mbpp", questions=tuple(questions),
+    questions = _pool(donor, notes, probe, [e.id for e in load_mbpp(split="test")],
+                      f"the {probe} sanitized MBPP test problems after the first 100")
+    return CandidateSpace(system="code_gen", dataset="mbpp", questions=questions,
                           params={k: tuple(v) for k, v in params.items()},
                           options={"layout": LAYOUT, "models": models},
                           samples=Samples(0, 1.0), notes=notes)
@@ -82,20 +88,12 @@ def multihop_qa_models(probe: int) -> CandidateSpace:
     for comp in ("info_extractor", "answer_generator"):
         params[f"{comp}.model"] = list(models)
         notes[f"{comp}.model"] = ["bundled 0.5B (start)", "bundled 1.5B (about 2x the seconds)"]
-    questions = donor.questions
-    notes["pool"] = donor.notes.get("pool")
-    if probe:
-        pool = set(donor.questions)
-        # after the pool, before the wide space's bootstrap questions at the file's end
-        outside = [e.id for e in load_dataset("hotpotqa") if e.id not in pool]
-        questions = tuple(outside[:probe])
-        notes["pool"] = (f"headroom probe: the {probe} HotpotQA dev questions after the first "
-                         "200 (outside every table's pool)")
+    # a probe: after the pool, before the wide space's bootstrap questions at the file's end
+    questions = _pool(donor, notes, probe, [e.id for e in load_dataset("hotpotqa")],
+                      f"the {probe} HotpotQA dev questions after the first 200")
     options = {**donor.options, "ks": [3], "models": models}
-    model_params = {"answer_generator.model", "info_extractor.model"}
-    for key in model_params:  # the question rewriter's Choice stays at the start model
-        assert key in params
-    return CandidateSpace(system="multihop_qa", dataset="hotpotqa", questions=tuple(questions),
+    # the question rewriter's model Choice is left out: it stays at the start model on replay
+    return CandidateSpace(system="multihop_qa", dataset="hotpotqa", questions=questions,
                           params={k: tuple(v) for k, v in params.items()}, options=options,
                           samples=Samples(0, 1.0), notes=notes)
 

@@ -46,8 +46,7 @@ def model_headroom(rewards, space) -> dict:
     cap = lookup.cap_of(0.5)
     within = np.where(costs <= cap + 1e-9, means, -np.inf)
     capped = int(np.argmax(within))
-    strongest = lookup.config([(n - 1) if i in slots else int(v) for i, (n, v) in
-                               enumerate(zip(lookup.sizes, lookup.index[0], strict=True))])
+    strongest = lookup.fixed_models(-1)
     cheap = np.all(lookup.index[:, slots] == lookup.index[0, slots], axis=1)  # as the start
     best_q = rewards.scores.max(axis=0)
     cheap_q = rewards.scores[cheap].max(axis=0)

@@ -85,13 +85,25 @@ class Lookup:
         """The same matrix under another objective (systems added with ``add`` not carried)."""
         return Lookup(self.scores, self.slots, self.sizes, self.index, self.costs, cap)
 
-    def cap_of(self, fraction: float, model_slots_at: int = -1) -> float:
-        """``fraction`` of the mean cost per query of the config whose model slots (names
-        ending in ``.model``) all take option ``model_slots_at`` (-1: each slot's last, the
-        strongest model of a space that lists models cheap first), the rest at the start."""
-        picks = [(n + model_slots_at) % n if s.endswith(".model") else int(i)
-                 for s, n, i in zip(self.slots, self.sizes, self.index[0], strict=True)]
-        return fraction * float(self.costs[self.config(picks)].mean())
+    def model_slots(self) -> list[int]:
+        """Indices of the slots that choose a component's model (``<component>.model``)."""
+        return [i for i, s in enumerate(self.slots) if s.endswith(".model")]
+
+    def fixed_models(self, rank: int) -> int:
+        """The config whose model slots all take the option of cost rank ``rank`` (0: the
+        cheapest, -1: the costliest, by the mean cost of the configs taking it, so a space may
+        list its models in any order), the other slots at the start."""
+        picks = [int(i) for i in self.index[0]]
+        for slot in self.model_slots():
+            means = [float(self.costs[self.index[:, slot] == o].mean())
+                     for o in range(self.sizes[slot])]
+            picks[slot] = sorted(range(self.sizes[slot]), key=lambda o: (means[o], o))[rank]
+        return self.config(picks)
+
+    def cap_of(self, fraction: float) -> float:
+        """``fraction`` of the mean cost per query of the all-strongest config
+        (``fixed_models(-1)``)."""
+        return fraction * float(self.costs[self.fixed_models(-1)].mean())
 
     def cost(self, config: int, questions: Sequence[int]) -> float:
         """Mean cost per query of ``config`` on ``questions``."""

@@ -7,12 +7,14 @@ known.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from coalign.compare._lookup import Evaluator, Lookup, Split, Trajectory
 
-__all__ = ["exhaustive", "random_search", "reinforce", "tpe"]
+__all__ = ["exhaustive", "optuna_search", "random_search", "reinforce", "tpe"]
 
 
 def random_search(lookup: Lookup, split: Split, budget: float, seed: int) -> Trajectory:
@@ -38,17 +40,28 @@ def exhaustive(lookup: Lookup, split: Split) -> Trajectory:
 def tpe(lookup: Lookup, split: Split, budget: float, seed: int, *,
         patience: int = 30) -> Trajectory:
     """Optuna's TPE over the slots as categorical params (the search inside DSPy's MIPROv2),
-    started from the start config. A config TPE proposes again is answered free."""
+    started from the start config. A config TPE proposes again is answered free. Under a cost
+    cap it uses Optuna's constraint handling (cost - cap <= 0 is feasible)."""
+    import optuna
+
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
+    return optuna_search(lookup, split, budget, "optuna tpe", sampler, ["maximize"],
+                         lambda config, score: score, patience=patience, constrained=True)
+
+
+def optuna_search(lookup: Lookup, split: Split, budget: float, name: str, sampler: Any,
+                  directions: list[str], objective: Callable[[int, float], Any], *,
+                  patience: int = 30, constrained: bool = False) -> Trajectory:
+    """An Optuna sampler over the slots as categoricals, from the start config: each trial's
+    config is validated (a repeat is free) and told ``objective(config, val score)``;
+    ``constrained`` with a cap: its cost over the cap is the trial's constraint."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    ev = Evaluator(lookup, split, "optuna tpe")
-    # under a cost cap, TPE's own constraint handling (cost - cap <= 0 is feasible)
-    constrained = lookup.cap is not None
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
-    study = optuna.create_study(direction="maximize", sampler=sampler)
+    ev = Evaluator(lookup, split, name)
+    study = optuna.create_study(directions=directions, sampler=sampler)
     study.enqueue_trial({s: int(i) for s, i in zip(lookup.slots, lookup.index[0], strict=True)})
-    # A repeat is free, so a converged TPE would propose the same config forever: stop after
+    # A repeat is free, so a converged sampler would propose the same config forever: stop after
     # ``patience`` repeats in a row, or once every config is known.
     repeats = 0
     while repeats < patience and len(ev.seen) < lookup.n_configs:
@@ -60,9 +73,9 @@ def tpe(lookup: Lookup, split: Split, budget: float, seed: int, *,
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             break
         repeats = repeats + 1 if config in ev.seen else 0
-        if constrained:
+        if constrained and lookup.cap is not None:
             trial.set_constraint("cost", lookup.cost(config, split.val) - lookup.cap)
-        study.tell(trial, ev(config))
+        study.tell(trial, objective(config, ev(config)))
     return ev.trajectory
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coalign.compare._lookup import Evaluator, Lookup, Split, Trajectory
+from coalign.compare._methods import optuna_search
 from coalign.search import compute_pareto_front
 
 __all__ = ["MODEL_METHODS", "FrontPoint", "always_cheapest", "always_strongest", "front",
@@ -23,22 +24,12 @@ __all__ = ["MODEL_METHODS", "FrontPoint", "always_cheapest", "always_strongest",
 
 def model_slots(lookup: Lookup) -> list[int]:
     """Indices of the slots that choose a component's model."""
-    return [i for i, s in enumerate(lookup.slots) if s.endswith(".model")]
-
-
-def _by_cost(lookup: Lookup, slot: int) -> list[int]:
-    """The options of ``slot``, cheapest first (mean cost of the configs taking each)."""
-    means = [float(lookup.costs[lookup.index[:, slot] == o].mean())
-             for o in range(lookup.sizes[slot])]
-    return sorted(range(lookup.sizes[slot]), key=lambda o: (means[o], o))
+    return lookup.model_slots()
 
 
 def _fixed(lookup: Lookup, split: Split, budget: float, rank: int, name: str) -> Trajectory:
     ev = Evaluator(lookup, split, name)
-    picks = [int(i) for i in lookup.index[0]]
-    for slot in model_slots(lookup):
-        picks[slot] = _by_cost(lookup, slot)[rank]
-    for config in (0, lookup.config(picks)):
+    for config in (0, lookup.fixed_models(rank)):
         if ev.affordable(budget, config):
             ev(config)
     return ev.trajectory
@@ -90,23 +81,11 @@ def nsga2(lookup: Lookup, split: Split, budget: float, seed: int, *,
     slot, started from the start config; the front it finds is the evaluated configs'."""
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    ev = Evaluator(lookup, split, "optuna nsga-ii (quality, cost)")
     sampler = optuna.samplers.NSGAIISampler(population_size=population, seed=seed)
-    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
-    study.enqueue_trial({s: int(i) for s, i in zip(lookup.slots, lookup.index[0], strict=True)})
-    repeats = 0
-    while repeats < patience and len(ev.seen) < lookup.n_configs:
-        trial = study.ask()
-        picks = [trial.suggest_categorical(s, list(range(n)))
-                 for s, n in zip(lookup.slots, lookup.sizes, strict=True)]
-        config = lookup.config(picks)
-        if not ev.affordable(budget, config):
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            break
-        repeats = repeats + 1 if config in ev.seen else 0
-        study.tell(trial, [ev(config), lookup.cost(config, split.val)])
-    return ev.trajectory
+    return optuna_search(lookup, split, budget, "optuna nsga-ii (quality, cost)", sampler,
+                         ["maximize", "minimize"],
+                         lambda config, score: [score, lookup.cost(config, split.val)],
+                         patience=patience)
 
 
 # name -> (method, anytime): added to ``METHODS`` on a space with model slots
