@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -225,6 +227,31 @@ def test_per_test_limit_lets_later_tests_run() -> None:
                        limits=Limits(wall_seconds=5, test_seconds=0.5))
     assert result.status == "ok"
     assert [o.error for o in result.outcomes] == ["Timeout", "Timeout", None]
+
+
+def test_per_test_limit_counts_cpu_so_a_loaded_machine_sees_the_same_outcomes() -> None:
+    """A replayed reviser prompt holds the executor's feedback: it must not depend on the load."""
+    loops = ["while True: pass", "while True: pass", "assert 1"]
+    limits = Limits(wall_seconds=8, cpu_seconds=2, test_seconds=0.5)
+    idle = run_tests("", loops, limits=limits)
+    cpu = os.sched_getaffinity(0)
+    one = {min(cpu)}
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+    try:
+        for hog in hogs:
+            os.sched_setaffinity(hog.pid, one)
+        os.sched_setaffinity(0, one)  # the sandbox child inherits it: a quarter of one core
+        loaded = run_tests("", loops, limits=limits)
+    finally:
+        os.sched_setaffinity(0, cpu)
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert idle.feedback() == loaded.feedback()
+    assert [o.error for o in loaded.outcomes] == ["Timeout", "Timeout", None]
+    # blocking uses no CPU: it runs up to twice the limit on the wall clock
+    slept = run_tests("import time", ["time.sleep(0.7)"], limits=limits)
+    assert slept.passed
 
 
 def test_memory_hogs_fail_without_hurting_the_parent() -> None:

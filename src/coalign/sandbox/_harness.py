@@ -16,7 +16,7 @@ import sys
 
 
 class _Timeout(BaseException):
-    """Raised by SIGALRM; a BaseException so that ``except Exception`` in the code lets it pass."""
+    """Raised by the per-test timers; a BaseException so that ``except Exception`` in the code lets it pass."""
 
 
 _armed = False
@@ -62,19 +62,28 @@ def _describe(exc, chars):
     return type(exc).__name__, text[:chars]
 
 
+# The per-test limit counts CPU time (SIGPROF), so a busy loop ends after the same work however
+# loaded the machine is, and the feedback an LLM sees for it does not depend on the load. Code
+# that blocks (sleep, a read) burns no CPU: a wall-clock alarm at twice the limit ends it.
+_TIMERS = ((signal.ITIMER_PROF, signal.SIGPROF, 1), (signal.ITIMER_REAL, signal.SIGALRM, 2))
+
+
 def _attempt(fn, seconds, chars):
-    """Run ``fn`` under the per-test alarm; ``(None, "", value)`` or ``(error, message, None)``."""
+    """Run ``fn`` under the per-test timers; ``(None, "", value)`` or ``(error, message, None)``."""
     global _armed
-    signal.signal(signal.SIGALRM, _on_alarm)  # the code under test may have replaced it
+    for _, signum, _ in _TIMERS:
+        signal.signal(signum, _on_alarm)  # the code under test may have replaced it
     try:
         _armed = True
         if seconds:
-            signal.setitimer(signal.ITIMER_REAL, seconds)
+            for timer, _, factor in _TIMERS:
+                signal.setitimer(timer, seconds * factor)
         try:
             value = fn()
         finally:
             _armed = False
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            for timer, _, _ in _TIMERS:
+                signal.setitimer(timer, 0)
         return None, "", value
     except _Timeout:
         return "Timeout", f"took longer than {seconds}s", None
