@@ -16,7 +16,7 @@ import sys
 
 
 class _Timeout(BaseException):
-    """Raised by the per-test timers; a BaseException so that ``except Exception`` in the code lets it pass."""
+    """Raised by the per-test timers; a BaseException so that ``except Exception`` lets it pass."""
 
 
 _armed = False

@@ -18,8 +18,8 @@ class Limits:
     file_size_mb: int = 8
     max_processes: int = 32
     output_bytes: int = 4096
-    # Checked between bytecodes (SIGALRM), so one long C call can overrun it; cpu and wall limits
-    # still apply. None turns it off.
+    # CPU seconds per test (a wall-clock backstop at twice it), checked between bytecodes, so one
+    # long C call can overrun it; cpu and wall limits still apply. None turns both off.
     test_seconds: float | None = 3.0
 
     def __post_init__(self) -> None:
