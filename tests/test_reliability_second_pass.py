@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-import coalign.audit._jsonl as audit_jsonl
 import coalign.export
+import coalign.files
 from coalign.cli import main
 from coalign.component import LLMComponent
 from coalign.config import SystemConfig
@@ -53,10 +53,10 @@ def assert_one_line_error(code: int, err: str) -> None:
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
 
 
-def full_disk(module: types.ModuleType, monkeypatch) -> None:
-    """``module``'s files fail at their first write as on a full disk (its ``os`` only)."""
-    def fdopen(fd: int, *args, **kwargs):
-        handle = os.fdopen(fd, *args, **kwargs)
+def full_disk(monkeypatch) -> None:
+    """Files written through ``coalign.files`` fail at their first write as on a full disk."""
+    def full_open(*args, **kwargs):
+        handle = open(*args, **kwargs)
 
         class Full:
             def __enter__(self):
@@ -68,8 +68,7 @@ def full_disk(module: types.ModuleType, monkeypatch) -> None:
             def write(self, text: str) -> int:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return Full()
-    proxy = types.SimpleNamespace(**{**vars(os), "fdopen": fdopen})
-    monkeypatch.setattr(module, "os", proxy)
+    monkeypatch.setattr(coalign.files, "open", full_open, raising=False)
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -165,7 +164,7 @@ def test_export_onto_a_read_only_location_is_one_line(tmp_path, monkeypatch, cap
 
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, os.strerror(errno.EROFS))
-    monkeypatch.setattr(coalign.export, "tempfile", types.SimpleNamespace(mkstemp=read_only))
+    monkeypatch.setattr(coalign.files, "tempfile", types.SimpleNamespace(mkstemp=read_only))
     out = tmp_path / "ro" / "system.json"
     code, _, err = cli(monkeypatch, capsys, "export", run, "--out", out)
     assert_one_line_error(code, err)
@@ -178,7 +177,7 @@ def test_export_pairs_on_a_full_disk_is_one_line_and_leaves_no_temp_file(
     with RunStore(run) as store:
         store.put_pairs([PreferencePair("gen", "ex1", {"q": "x"}, {"a": "1"}, {"a": "2"}, 0.9,
                                         0.1, "a")])
-    full_disk(audit_jsonl, monkeypatch)
+    full_disk(monkeypatch)
     code, _, err = cli(monkeypatch, capsys, "export-pairs", run, "--contract",
                        FIXTURE_CONTRACT, "--out", tmp_path / "pairs.jsonl")
     assert_one_line_error(code, err)
@@ -188,7 +187,7 @@ def test_export_pairs_on_a_full_disk_is_one_line_and_leaves_no_temp_file(
 
 def test_audit_json_on_a_full_disk_is_one_line_and_leaves_no_temp_file(
         tmp_path, monkeypatch, capsys):
-    full_disk(audit_jsonl, monkeypatch)
+    full_disk(monkeypatch)
     out = tmp_path / "report.json"
     code, stdout, err = cli(monkeypatch, capsys, "audit", FIXTURE_PAIRS, "--contract",
                             FIXTURE_CONTRACT, "--json", out)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coalign.errors import ConfigError, GraphError
+from coalign.files import write_atomic
 from coalign.pairs import canonical_json
 
 if TYPE_CHECKING:
@@ -108,14 +108,7 @@ def write_text_file(path: Path, text: str, what: str) -> None:
     """Write a result the user asked for through a temp file renamed into place; a failure
     (missing folder, read-only mount, full disk) is one line naming ``what`` and the path and
     leaves neither a half-written file nor the temp file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        write_atomic(path, text)
     except OSError as exc:
         raise ConfigError(f"{what} {path}: cannot write it ({exc.strerror or exc})") from None
-    finally:
-        tmp.unlink(missing_ok=True)

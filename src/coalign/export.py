@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +29,7 @@ from typing import Any
 
 from coalign.config import SystemConfig, read_text_file
 from coalign.errors import ConfigError, StoreError
+from coalign.files import replacing_dir, write_atomic
 from coalign.runtime import Runtime, Selector, selector_tag
 from coalign.store import RunStore
 from coalign.task import Task
@@ -154,23 +153,9 @@ def _copy_dir(src: Path, dst: Path) -> None:
     """``src`` copied to ``dst`` via a temp folder renamed into place (replacing an old copy)."""
     if not src.is_dir():
         raise StoreError(f"selector reward model {src} is missing; the run dir is incomplete")
-    tmp = Path(tempfile.mkdtemp(dir=dst.parent, prefix=f".{dst.name}."))
-    try:
+    with replacing_dir(dst, overwrite=True) as tmp:
         shutil.copytree(src, tmp, dirs_exist_ok=True)
-        if dst.exists():
-            shutil.rmtree(dst)
-        os.replace(tmp, dst)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _write_json(path: Path, doc: dict[str, Any]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import msgspec
 from coalign.audit._contract import AuditScope, PreferenceContract
 from coalign.audit._errors import AuditError
 from coalign.audit._pair import PreferencePair
+from coalign.files import write_atomic
 
 
 def load_contract(path: str | Path) -> PreferenceContract:
@@ -115,20 +114,7 @@ def write_text_atomic(path: Path, chunks: Iterable[str], what: str) -> int:
     ``path``, and leaves neither ``path`` half-written nor the temp file behind.
     """
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise AuditError(f"{path}: cannot write {what} ({exc.strerror}); choose a writable "
-                         "folder") from None
-    count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-                count += 1
-        os.replace(tmp, path)
+        return write_atomic(path, chunks)
     except OSError as exc:
         raise AuditError(f"{path}: cannot write {what} ({exc.strerror}); nothing was written: "
                          "free disk space or choose a writable folder") from None
-    finally:
-        Path(tmp).unlink(missing_ok=True)  # gone already after the rename
-    return count

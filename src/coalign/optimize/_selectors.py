@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from coalign.errors import StoreError
+from coalign.files import replacing_dir
 from coalign.pairs import canonical_json
 from coalign.rewards import Backbone, LocalRewardModel, load_reward_model, save_reward_model
 from coalign.runtime import selector_tag
@@ -60,12 +58,8 @@ def save_frozen(model: LocalRewardModel, folder: Path) -> None:
     if folder.is_dir():
         return
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
-    try:
+    with replacing_dir(folder) as tmp:
         save_reward_model(model, tmp)
-        os.replace(tmp, folder)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def load_frozen(folder: Path, backbone: Backbone, digest: str) -> LocalRewardModel:

@@ -7,14 +7,13 @@ a half-written cache and no pickle is ever read.
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
 from coalign.errors import StoreError
+from coalign.files import replacing
 
 
 def text_digest(backbone_id: str, text: str) -> str:
@@ -54,9 +53,7 @@ class EmbeddingCache:
         if self._dir is None or not self._pending:
             return
         self._dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self._dir, suffix=".tmp")
-        os.close(fd)
-        save_file(self._pending, tmp)
         name = hashlib.sha256("".join(sorted(self._pending)).encode()).hexdigest()[:16]
-        os.replace(tmp, self._dir / f"shard-{name}.safetensors")
+        with replacing(self._dir / f"shard-{name}.safetensors") as tmp:
+            save_file(self._pending, str(tmp))
         self._pending = {}

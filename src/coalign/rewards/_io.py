@@ -13,13 +13,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from safetensors.torch import load_file, save_file
 
 from coalign.errors import CoalignError, StoreError
+from coalign.files import replacing
 from coalign.pairs import PreferencePair, canonical_json
 from coalign.rewards._backbone import Backbone, MiniLMBackbone
 from coalign.rewards._finetune import FinetuneConfig, restore_finetune, trainable_state
@@ -31,14 +30,8 @@ VERSION = 1
 
 
 def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with replacing(path) as tmp:
+        write(str(tmp))
 
 
 def _sha256(path: Path) -> str:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from safetensors.torch import load_file, save_file
 
 from coalign.errors import ConfigError
+from coalign.files import replacing, write_atomic
 from coalign.rubric._model import ArcoModel, BackboneConfig
 from coalign.rubric._rubric import RubricSpec
 from coalign.rubric._text import StepEncoder, Vocab
@@ -33,14 +32,9 @@ def save_checkpoint(path: Path | str, model: ArcoModel, encoder: StepEncoder, sp
         "spec": {"k": spec.k, "mode": spec.mode, "use_prefix": spec.use_prefix},
         "extra": extra or {},
     }
-    fd, tmp = tempfile.mkstemp(dir=path, suffix=".tmp")
-    os.close(fd)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, tmp)
-    os.replace(tmp, path / "model.safetensors")
-    fd, tmp = tempfile.mkstemp(dir=path, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(meta, f)
-    os.replace(tmp, path / "meta.json")
+    with replacing(path / "model.safetensors") as tmp:
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp))
+    write_atomic(path / "meta.json", json.dumps(meta))
 
 
 def load_checkpoint(path: Path | str) -> tuple[ArcoModel, StepEncoder, RubricSpec, dict[str, Any]]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from coalign.errors import StoreError
+from coalign.files import write_atomic
 
 SHARD_DIR = "shards"
 SHARD_SUFFIX = ".jsonl.gz"
@@ -188,10 +189,8 @@ class ShardSet:
         self.shard_dir.mkdir(parents=True, exist_ok=True)
         path = self.shard_dir / name
         if not path.exists():  # content-addressed: the same records make the same file
-            tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
             # mtime=0: the same records give the same bytes on every machine
-            tmp.write_bytes(gzip.compress(raw, compresslevel=9, mtime=0))
-            tmp.replace(path)
+            write_atomic(path, gzip.compress(raw, compresslevel=9, mtime=0))
         self.shard_files.append(path)
         return path
 

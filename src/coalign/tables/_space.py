@@ -19,6 +19,7 @@ from typing import Any
 
 from coalign.config import SystemConfig
 from coalign.errors import ConfigError
+from coalign.files import write_atomic
 from coalign.pairs import canonical_json
 from coalign.params import Choice, Text
 from coalign.systems import code_gen, multihop_qa, next_item, pubmedqa_select
@@ -161,9 +162,7 @@ class CandidateSpace:
     def save(self, directory: Path) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / SPACE_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n")
-        tmp.replace(path)
+        write_atomic(path, json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n")
         return path
 
     @classmethod
