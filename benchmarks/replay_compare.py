@@ -56,6 +56,7 @@ from coalign.params import Choice
 from coalign.tables import CandidateSpace, Table, find_tables
 
 PER_INSTANCE = "coalign (per-instance choices)"
+WARM = "coalign (warm start)"
 
 
 def per_instance_gap(lookup: Lookup, result, sizes, slots: list[str]) -> dict:
@@ -111,6 +112,9 @@ def main() -> None:
                          "cost per query")
     ap.add_argument("--per-instance", nargs="*", default=None, metavar="COMPONENT.PARAM",
                     help="default: every Choice param of the table's space; alone: none")
+    ap.add_argument("--warm-start", type=float, default=None, metavar="RUNS",
+                    help=f"add {WARM!r}: the loop after a global TPE search of RUNS runs "
+                         "(budget.warm_start)")
     ap.add_argument("--workers", type=int, default=2, help="processes running seeds")
     ap.add_argument("--quick", action="store_true", help="3 seeds")
     add_json_option(ap)
@@ -147,6 +151,10 @@ def main() -> None:
                     methods[PER_INSTANCE] = (coalign_method(
                         directory, rewards.questions,
                         settings={**settings, "per_instance": per_instance}), True)
+                if args.warm_start:
+                    methods[WARM] = (coalign_method(
+                        directory, rewards.questions,
+                        settings={**settings, "budget": {"warm_start": args.warm_start}}), True)
             else:
                 print(f"{directory}: coalign left out, the table is not finished "
                       f"({len(rewards.questions)} of {len(table.space.questions)} questions)")
@@ -176,15 +184,18 @@ def main() -> None:
             out["paired"][str(b)] = {"a": ranked[0], "b": ranked[1], **d}
             print(f"  {ranked[0]} - {ranked[1]}: {d['mean']:+.3f} [{d['lo']:+.3f}, "
                   f"{d['hi']:+.3f}] P {d['p_better']:.2f}")
-            if "coalign" in competitors:  # the question: coalign - the best baseline
+            # the question: coalign - the best baseline (and the same for the warm arm)
+            for arm, suffix in (("coalign", ""), (WARM, "_warm")):
+                if arm not in competitors:
+                    continue
                 best = next(m for m in ranked if not m.startswith("coalign"))
-                d = result.paired("coalign", best, b)
-                out.setdefault("coalign_vs_best", {})[str(b)] = {"best": best, **d}
-                print(f"  coalign - {best} (best baseline): {d['mean']:+.3f} "
+                d = result.paired(arm, best, b)
+                out.setdefault(f"coalign{suffix}_vs_best", {})[str(b)] = {"best": best, **d}
+                print(f"  {arm} - {best} (best baseline): {d['mean']:+.3f} "
                       f"[{d['lo']:+.3f}, {d['hi']:+.3f}] P {d['p_better']:.2f}")
-                d = result.paired("coalign", START, b)
-                out.setdefault("coalign_vs_start", {})[str(b)] = d
-                print(f"  coalign - start config: {d['mean']:+.3f} "
+                d = result.paired(arm, START, b)
+                out.setdefault(f"coalign{suffix}_vs_start", {})[str(b)] = d
+                print(f"  {arm} - start config: {d['mean']:+.3f} "
                       f"[{d['lo']:+.3f}, {d['hi']:+.3f}]")
         if PER_INSTANCE in result.scores:
             out["per_instance"] = per_instance_gap(lookup, result, sizes, per_instance)

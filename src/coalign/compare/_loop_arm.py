@@ -60,11 +60,21 @@ class LoopMethod:
                 trajectory.trials.append((spent, _system_index(job, lookup, split, self.space),
                                           float(rec.val_after)))
 
+        def prepared(job: Any) -> None:  # a warm start's configs, each known when validated
+            warm = job.store.get_meta("warm_start") or {}
+            for trial in warm.get("trials", []):
+                picks = config_indices(trial["config"], self.space)
+                trajectory.trials.append((trial["spent"],
+                                          lookup.config([picks[s] for s in lookup.slots]),
+                                          float(trial["score"])))
+
         sizes = (len(split.train), len(split.val), len(split.test))
         stage1 = self.drive(sizes, seed, limit, on_step,
-                            before=lambda job: _check_split(job, split, self.questions))
+                            before=lambda job: _check_split(job, split, self.questions),
+                            prepared=prepared)
         # the start config is known once stage 1 is paid for: the trajectory's first trial
         trajectory.trials.insert(0, (stage1, 0, float("-inf")))
+        trajectory.trials.sort(key=lambda trial: trial[0])
         return trajectory
 
     def run_config(self, sizes: Sequence[int], seed: int) -> Any:
@@ -83,10 +93,12 @@ class LoopMethod:
 
     def drive(self, sizes: Sequence[int], seed: int, limit: float,
               on_step: Callable[[Any, Any, float], None],
-              before: Callable[[Any], None] | None = None) -> float:
+              before: Callable[[Any], None] | None = None,
+              prepared: Callable[[Any], None] | None = None) -> float:
         """Run the loop in a temporary run dir until it has spent ``limit`` equivalent runs (or
-        settles); ``before(job)`` runs ahead of stage 1, ``on_step(job, record, spent)`` after
-        every step. Returns what stage 1 cost."""
+        settles); ``before(job)`` runs ahead of stage 1, ``prepared(job)`` after it (and after
+        a warm start), ``on_step(job, record, spent)`` after every step. Returns what stage 1
+        cost."""
         from coalign.job import Job
 
         with tempfile.TemporaryDirectory(prefix="coalign-replay-") as tmp:
@@ -97,6 +109,8 @@ class LoopMethod:
                 opt = job.optimizer
                 opt.prepare()
                 stage1 = opt.account.equivalent_runs()
+                if prepared is not None:
+                    prepared(job)
 
                 opt.run(on_step=lambda rec: on_step(job, rec, opt.account.equivalent_runs()),
                         budget=limit)

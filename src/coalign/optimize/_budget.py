@@ -44,6 +44,9 @@ class BudgetSpec(BaseModel):
     # lazy: one component's rollouts are paid before each of the first steps, so validation
     # starts after the first component's (an anytime loop at small budgets)
     stage1: Literal["upfront", "lazy"] = "upfront"
+    # equivalent runs for a global TPE search over the finite params on the validation set
+    # before stage 1; the loop starts from its best config (``_warm``). 0: none
+    warm_start: float = Field(0, ge=0)
     # rollout sampling temperature, and tau of the exp(r / tau) samplers (choice, weights)
     temperature: float = Field(1.0, gt=0)
     tau: float = Field(1.0, gt=0)

@@ -43,6 +43,7 @@ from coalign.optimize._outcome import (
 from coalign.optimize._selectors import FrozenRewards, Policies, policies_of, selectors_json
 from coalign.optimize._settings import LoopSettings
 from coalign.optimize._step import Position, StepEnv, fresh_batch, step, trace_key
+from coalign.optimize._warm import warm_start
 from coalign.pairs import to_jsonable
 from coalign.rewards import LocalRewardModel, load_reward_model, save_reward_model
 from coalign.rollouts import RolloutSpec, collect_pairs
@@ -121,6 +122,8 @@ class Optimizer:
         if self._start is not None:
             return
         self._start = self._resume()
+        if self._start == 0 and self.s.warm_start and self.store.get_meta("warm_start") is None:
+            self._warm_start()
         lazy = self.s.stage1 == "lazy"
         if self._start == 0 and not lazy and not self.store.get_meta("stage1_done"):
             self._stage1(progress)
@@ -238,6 +241,23 @@ class Optimizer:
         self._ckpt = str(path.relative_to(self.store.run_dir))
         return self._ckpt
 
+    def _warm_start(self) -> None:
+        """A global search from the start config (``_warm``); its best becomes the config
+        stage 1 rolls out under, its validation traces the current ones."""
+        found = warm_start(self.task, self.val, self.runtime_for(self.policies), self.account,
+                           self.s.warm_start, self.targets, self.config, seed=self.s.seed,
+                           kinds=self.s.kinds)
+        key = trace_key(found.config, self.policies)
+        with self.store.transaction():
+            for trace in found.traces.values():  # _validate_current reads them: no re-run
+                trace.config_digest = key
+                self.store.put_trace("val", trace)
+            self.store.set_meta("warm_start", {"config": found.config.to_json(),
+                                               "score": found.score,
+                                               "trials": found.trials_json(),
+                                               "account": self.account.to_json()})
+        self.config = found.config
+
     def _stage1(self, progress: Progress | None = None) -> None:
         pairs = self._collect(self._stage1_inputs(), "lrf_train", progress)
         alignment = cross_validated_alignment(self.reward, pairs)
@@ -292,9 +312,13 @@ class Optimizer:
             self.policies = policies_of(last) if last else {}
         except StoreError as exc:
             raise StoreError(f"run store {self.store.run_dir}: {exc}") from None
+        warm = checked_meta(self.store, "warm_start", dict)
         if last:
             self.config = SystemConfig.from_json(self.system, last["config"])
             self._ckpt, account = last["lrf_checkpoint"], last["account"]
+        elif warm:  # killed after the warm start, before a step: it is not redone
+            self.config = SystemConfig.from_json(self.system, warm["config"])
+            account = account or warm["account"]
         if account:
             self.account = CostAccount.from_json(account)
         if self._ckpt:
