@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from benchmarks._results import add_json_option, write_result
+from coalign.backends import build_runtime
 from coalign.data import Example, load_hotpotqa, split
 from coalign.pairs import PreferencePair
 from coalign.rewards import (
@@ -32,7 +33,7 @@ from coalign.rewards import (
     pairwise_accuracy,
 )
 from coalign.rollouts import RolloutSpec, collect_pairs
-from coalign.runner import CACHE_NAME, build_runtime
+from coalign.runner import CACHE_NAME
 from coalign.store import RunStore
 from coalign.systems import multihop_qa
 from coalign.task import Task

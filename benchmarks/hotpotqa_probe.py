@@ -19,8 +19,9 @@ from pathlib import Path
 
 from benchmarks._results import add_json_option, write_result
 from benchmarks.table_space import LABELLED, labelled_demos
+from coalign.backends import build_runtime
 from coalign.params import TextValue
-from coalign.runner import build_runtime, load_dataset
+from coalign.runner import load_dataset
 from coalign.systems import multihop_qa
 
 BASE = Path("benchmarks/tables/multihop_qa/space.json")

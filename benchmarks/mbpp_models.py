@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 
 from benchmarks._results import ROOT, add_json_option, write_result
+from coalign.backends import build_runtime
 from coalign.data import load_mbpp
 from coalign.optimize import paired_bootstrap
-from coalign.runner import build_runtime, evaluate
+from coalign.runner import evaluate
 from coalign.systems import code_gen
 
 PER_PROBLEM = ROOT / "benchmarks" / "results" / "mbpp_models"

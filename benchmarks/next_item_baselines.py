@@ -27,10 +27,11 @@ from pathlib import Path
 import torch
 
 from benchmarks._results import add_json_option, write_result
+from coalign.backends import REPLAY, build_runtime
 from coalign.component import ItemDecider, LLMComponent
 from coalign.component._decider import FEATURES, named_pick
 from coalign.data import get_metric, load_amazon_sessions
-from coalign.runner import CACHE_NAME, REPLAY, build_runtime, evaluate
+from coalign.runner import CACHE_NAME, evaluate
 from coalign.system import System
 from coalign.systems import next_item
 from coalign.tables import Table

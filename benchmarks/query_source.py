@@ -22,11 +22,12 @@ from pathlib import Path
 
 from benchmarks._results import add_json_option, write_result
 from benchmarks.compare_rows import diff
+from coalign.backends import build_runtime
 from coalign.component._retriever import passage_text
 from coalign.data import split
 from coalign.job import RunConfig
 from coalign.retrieval import BM25Index
-from coalign.runner import CACHE_NAME, build_runtime, evaluate, load_dataset
+from coalign.runner import CACHE_NAME, evaluate, load_dataset
 from coalign.store import RunStore
 from coalign.systems import models_of, multihop_qa
 

@@ -24,10 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks._results import add_json_option, write_result
+from coalign.backends import build_runtime
 from coalign.data import make_world
 from coalign.executors import BaseExecutor, ThreadExecutor
 from coalign.imports import load_task
-from coalign.runner import CACHE_NAME, build_runtime, evaluate
+from coalign.runner import CACHE_NAME, evaluate
 from coalign.store import RunStore
 from coalign.systems import models_of
 

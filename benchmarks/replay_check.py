@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from benchmarks._results import add_json_option, write_result
-from coalign.runner import build_runtime, evaluate
+from coalign.backends import build_runtime
+from coalign.runner import evaluate
 from coalign.systems import models_of
 from coalign.tables import Table
 

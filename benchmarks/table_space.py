@@ -24,10 +24,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from coalign.backends import build_runtime
 from coalign.component import first_line, render_fields, render_value
 from coalign.lm import chat
 from coalign.optimize._text import EDITS, META, clean_proposal
-from coalign.runner import build_runtime, load_dataset
+from coalign.runner import load_dataset
 from coalign.systems import multihop_qa
 from coalign.tables import CandidateSpace, Samples
 

@@ -32,8 +32,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchmarks._results import add_json_option, write_result
+from coalign.backends import build_runtime
 from coalign.config import SystemConfig
-from coalign.runner import build_runtime, evaluate
+from coalign.runner import evaluate
 from coalign.systems import models_of
 from coalign.tables import CandidateSpace, Table, pool_examples
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from coalign.backends import build_runtime
 from coalign.lm import CachedLM, EndpointSettings, LMError, LMRefusal, OpenAICompatible, chat
-from coalign.runner import CACHE_NAME, build_runtime, evaluate, load_dataset
+from coalign.runner import CACHE_NAME, evaluate, load_dataset
 from coalign.store import RunStore
 from coalign.systems import SYSTEMS, models_of
 from tests.endpoint_server import FAULTS, FaultServer, fault_mix

@@ -3,9 +3,9 @@
 import dataclasses
 import typing
 
+from coalign.budget import BudgetSpec
 from coalign.job import RunConfig
 from coalign.optimize import Gate, LoopSettings
-from coalign.optimize._budget import BudgetSpec
 from coalign.optimize._kinds import KINDS
 
 

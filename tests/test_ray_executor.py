@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from coalign.backends import build_runtime
 from coalign.component import LLMComponent
 from coalign.data import Example
 from coalign.errors import ConfigError
@@ -26,7 +27,7 @@ from coalign.executors import (
 )
 from coalign.lm import CachedLM, chat
 from coalign.rollouts import RolloutSpec, collect_pairs
-from coalign.runner import build_runtime, evaluate
+from coalign.runner import evaluate
 from coalign.store import RunStore
 from coalign.system import System
 from coalign.task import Task

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from coalign.backends import build_runtime
 from coalign.errors import ConfigError
-from coalign.runner import build_runtime, evaluate, load_dataset
+from coalign.runner import evaluate, load_dataset
 from coalign.systems._multihop import ANSWER, EXTRACT, REWRITE
 from coalign.tables import (
     CandidateSpace,

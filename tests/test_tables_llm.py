@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from coalign.runner import build_runtime, evaluate
+from coalign.backends import build_runtime
+from coalign.runner import evaluate
 from coalign.systems._multihop import ANSWER, EXTRACT, REWRITE
 from coalign.tables import CandidateSpace, Samples, ShardSet, Table, build_table, pool_examples
 

@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from coalign.errors import ConfigError, GraphError
 from coalign.files import write_atomic
 from coalign.pairs import canonical_json
+from coalign.params import Param
 
-if TYPE_CHECKING:
-    from coalign.system import System
+
+class _Component(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def params(self) -> Mapping[str, Param]: ...
+
+
+class System(Protocol):
+    """What a config reads of its system (``coalign.system.System`` is one): its name and its
+    components' params. A protocol, so this module sits below the system graph."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def components(self) -> Sequence[_Component]: ...
+    def component(self, name: str) -> _Component: ...
 
 
 class SystemConfig(Mapping[str, Mapping[str, Any]]):

@@ -129,8 +129,7 @@ def load_system(path: Path, task: Task) -> LoadedSystem:
 
 def _selectors(folder: Path, task: Task, raw: Any
                ) -> tuple[dict[tuple[str, str], Selector], dict[tuple[str, str], str]]:
-    from coalign.job import choice_costs
-    from coalign.optimize import RewardSelector, load_frozen
+    from coalign.optimize import RewardSelector, choice_costs, load_frozen
     from coalign.rewards import make_backbone
 
     if not isinstance(raw, dict):

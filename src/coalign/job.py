@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coalign.backends import build_runtime
 from coalign.config import SystemConfig
 from coalign.data import Example, split
 from coalign.errors import ConfigError
@@ -22,7 +23,7 @@ from coalign.runconfig import (  # noqa: F401  (the schema's names, where caller
     load_run_config,
     parse_run_config,
 )
-from coalign.runner import CACHE_NAME, EvalResult, build_runtime, evaluate, load_data
+from coalign.runner import CACHE_NAME, EvalResult, evaluate, load_data
 from coalign.store import RunStore
 from coalign.systems import models_of
 from coalign.tables import replay_task

@@ -28,62 +28,12 @@ from coalign.data import (
 )
 from coalign.data import load_jsonl_examples as load_jsonl_examples  # its old home
 from coalign.errors import ConfigError
-from coalign.executors import BaseExecutor
-from coalign.lm import CachedLM, EndpointSettings, UsageMeter, make_lm
 from coalign.runtime import Runtime
 from coalign.store import RunStore
 from coalign.task import Task
 from coalign.trace import Trace, Usage
 
 CACHE_NAME = "lm_cache.sqlite"
-
-
-def build_runtime(models: Sequence[str], cache_path: str | Path | None, *,
-                  max_workers: int = 2, seed: int = 0,
-                  lm: str | None = None, endpoint: EndpointSettings | None = None,
-                  executor: BaseExecutor | None = None) -> tuple[Runtime, UsageMeter]:
-    """A runtime whose model names map to cached local (or endpoint) LMs, plus its usage meter.
-
-    ``models`` are short names (``qwen2.5-0.5b``) or full specs (``openai:gpt-4o-mini@URL``);
-    ``endpoint`` sets the timeout, retries and concurrency of the endpoint ones.
-    ``lm="replay:DIR"`` answers every model from the replay table in DIR instead (no LLM call,
-    no response cache: the table is the cache). ``executor`` builds the live backends (Ray
-    actors, say) and fans items out; the response cache stays here, in front of them.
-    """
-    if lm is not None and lm.startswith(REPLAY):
-        replay = replay_lms(lm, models)
-        meter = UsageMeter()
-        # replay answers in microseconds from here: nothing to send to actors
-        return Runtime(lms=replay, sink=meter, max_workers=max_workers, seed=seed), meter
-    if lm is not None:
-        raise ConfigError(f"lm {lm!r}: expected replay:DIR (a replay table directory); live "
-                          "models are named by the system")
-    lms = {}
-    for name in models:
-        spec = name if ":" in name else f"llamacpp:{name}"
-        inner = (executor.lm(spec, endpoint) if executor is not None
-                 else make_lm(spec, endpoint=endpoint))
-        lms[name] = CachedLM(inner, cache_path) if cache_path is not None else inner
-    meter = UsageMeter()
-    if executor is not None:
-        max_workers = executor.workers
-    return Runtime(lms=lms, sink=meter, max_workers=max_workers, seed=seed,
-                   executor=executor), meter
-
-
-REPLAY = "replay:"
-
-
-def replay_lms(lm: str, models: Sequence[str]) -> dict[str, Any]:
-    from coalign.tables import Table
-
-    table = Table(lm[len(REPLAY):])
-    lms = table.lms()
-    missing = sorted(set(models) - set(lms))
-    if missing:
-        raise ConfigError(f"replay table {table.directory} holds no answers of model(s) "
-                          f"{missing}; it covers {sorted(lms)}")
-    return {m: lms[m] for m in models}
 
 
 DATASETS: dict[str, Callable[[int | None, int], list[Example]]] = {

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 from rich.text import Text
 
+from coalign.backends import REPLAY, build_runtime
 from coalign.cli._app import app, note
 from coalign.cli._endpoint import CONCURRENCY, RAY, RETRIES, TIMEOUT, endpoint_settings
 from coalign.config import SystemConfig, read_text_file, write_text_file
@@ -23,15 +24,7 @@ from coalign.executors import ExecutorSpec, make_executor
 from coalign.export import FORMAT, LoadedSystem, load_system
 from coalign.imports import check_metric, load_task
 from coalign.lm import REMOTE, EndpointSettings
-from coalign.runner import (
-    CACHE_NAME,
-    DATASETS,
-    REPLAY,
-    EvalResult,
-    build_runtime,
-    evaluate,
-    load_data,
-)
+from coalign.runner import CACHE_NAME, DATASETS, EvalResult, evaluate, load_data
 from coalign.store import RunStore
 from coalign.systems import models_of
 from coalign.task import Task

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the job pulls in torch: import it only when a command runs
     from coalign.job import Job, RunConfig
     from coalign.optimize import StepRecord
     from coalign.runner import EvalResult
+    from coalign.tracking import RunTracking
 
 console = Console()
 
@@ -67,7 +68,6 @@ def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
     from coalign.cli._progress import RunProgress
     from coalign.job import Job
     from coalign.systems import models_of
-    from coalign.tracking import track_job
 
     notes = list(notes)
     if cfg.lm is not None:
@@ -96,7 +96,7 @@ def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
     for comp, params in cfg.start.items():
         for name, value in params.items():
             console.print(Text(f"starting from {comp}.{name} = {value!r}"))
-    with track_job(job) as tracking:  # a no-op without `tracking:` in the config
+    with _tracking(job) as tracking:  # a no-op without `tracking:` in the config
         with RunProgress(console) as bars:
             opt.prepare(progress=bars.phase)
             for rec in opt.history_so_far():
@@ -116,7 +116,7 @@ def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
 
 
 def summary(job: Job, before: EvalResult, after: EvalResult) -> None:
-    from coalign.optimize import paired_bootstrap
+    from coalign.stats import paired_bootstrap
 
     opt = job.optimizer
     table = Table(title=Text(f"{job.cfg.system}: test {job.task.metric_name} "
@@ -257,3 +257,18 @@ def demo_cmd(run_dir: Path = typer.Option(Path("runs/demo")),
         run_job(parse_run_config(DEMO, "demo config"), run_dir)
     if replay:
         show_replay_comparison(console, run_dir / "replay")
+
+
+def _tracking(job: Job) -> RunTracking:
+    """The trackers of ``job.cfg.tracking`` around ``job``'s run store (none: a no-op)."""
+    from coalign import __version__
+    from coalign.tracking import RunTracking, flat_params, make_trackers
+
+    cfg = job.cfg
+    params = flat_params(cfg.redacted().model_dump(mode="json",
+                                                   exclude={"endpoint", "tracking"}))
+    run_dir = job.store.run_dir
+    tags = {"coalign.run_dir": str(Path(run_dir).resolve()), "coalign.system": cfg.system,
+            "coalign.config_digest": cfg.digest, "coalign.version": __version__}
+    return RunTracking(make_trackers(cfg.tracking), job.store, Path(run_dir).name, params,
+                       tags)

@@ -19,8 +19,8 @@ import numpy as np
 
 from coalign.compare._lookup import Lookup, Method, draw_split
 from coalign.compare._methods import random_search, reinforce, tpe
-from coalign.optimize import paired_bootstrap
 from coalign.report import SeriesPoint, line_chart
+from coalign.stats import paired_bootstrap
 
 # name -> (method, whether one run at the largest budget gives every smaller one: a method
 # whose result at budget B depends on B, like REINFORCE's final validation, runs per budget)

@@ -1,5 +1,6 @@
 """The optimization loop, local optimizers per parameter kind, the gate and the cost ledger."""
 
+from coalign.budget import BudgetSpec
 from coalign.optimize._base import (
     BaseLocalOptimizer,
     LocalContext,
@@ -7,7 +8,6 @@ from coalign.optimize._base import (
     NoopOptimizer,
     Scored,
 )
-from coalign.optimize._budget import BudgetSpec
 from coalign.optimize._choice import ExpChoiceOptimizer, RewardSelector, softmax
 from coalign.optimize._costs import choice_costs
 from coalign.optimize._gate import Gate, paired_bootstrap

@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-
-def paired_bootstrap(new: Sequence[float], old: Sequence[float], *, samples: int = 2000,
-                     seed: int = 0) -> tuple[float, float, float, float]:
-    """Mean paired difference (new - old), its 95% bootstrap interval, and P(diff > 0)."""
-    if len(new) != len(old) or not new:
-        raise ValueError("paired bootstrap needs two equally long, non-empty score lists")
-    diffs = [a - b for a, b in zip(new, old, strict=True)]
-    n = len(diffs)
-    rng = random.Random(seed)
-    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(samples))
-    lo, hi = means[int(0.025 * samples)], means[min(samples - 1, int(0.975 * samples))]
-    return sum(diffs) / n, lo, hi, sum(m > 0 for m in means) / samples
+from coalign.stats import paired_bootstrap
 
 
 @dataclass(frozen=True)

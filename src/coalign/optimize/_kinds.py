@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coalign.errors import ConfigError
 from coalign.optimize._base import BaseLocalOptimizer
@@ -25,10 +25,8 @@ from coalign.optimize._weights import ReinforceWeightsOptimizer
 from coalign.params import Param, TextValue
 from coalign.rollouts import RolloutSpec
 
-if TYPE_CHECKING:
-    from coalign.optimize._settings import LoopSettings
-
-Build = Callable[["LoopSettings"], BaseLocalOptimizer]
+# called with the loop's ``LoopSettings`` (which holds the kinds, so it is not imported here)
+Build = Callable[[Any], BaseLocalOptimizer]
 
 
 @dataclass(frozen=True)

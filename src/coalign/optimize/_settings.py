@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from coalign.optimize._budget import budget_default as _b
+from coalign.budget import budget_default as _b
 from coalign.optimize._gate import Gate
 from coalign.optimize._kinds import KINDS, ParamKind
 

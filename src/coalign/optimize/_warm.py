@@ -11,6 +11,7 @@ found, and any budget below N gets the global search's answer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,14 +50,13 @@ def warm_start(task: Task, val: Sequence[Example], runtime: Runtime, account: Co
     """TPE over ``targets`` with finite values, from ``start``, until the next validation would
     spend more than ``budget`` equivalent runs in this phase (charged to ``account``)."""
     import optuna
-    from optuna.distributions import CategoricalDistribution
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     system = task.system
-    axes = {f"{c}.{p}": (c, p, values) for c, p in targets
+    # sorted by slot name, as a replay table's space lists them: the same TPE as the baseline
+    axes = {f"{c}.{p}": (c, p, values) for c, p in sorted(targets)
             if (values := kind_of(kinds, spec := system.component(c).params[p],
                                   f"warm_start: {c}.{p}").finite_values(spec))}
-    dists = {k: CategoricalDistribution(list(range(len(v)))) for k, (_, _, v) in axes.items()}
 
     def scored(config: SystemConfig) -> tuple[float, dict[str, Trace]]:
         traces = {e.id: task.score(system.run(e.id, e.inputs, config, runtime), e) for e in val}
@@ -64,35 +64,44 @@ def warm_start(task: Task, val: Sequence[Example], runtime: Runtime, account: Co
         score = sum(t.reward or 0.0 for t in traces.values()) / len(traces)
         return score, traces
 
-    score, traces = scored(start)
-    best = WarmStart(start, score, traces,
-                     [(start.to_json(), score, account.equivalent_runs(PHASE))])
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5)
     study = optuna.create_study(direction="maximize", sampler=sampler)
+    found: list[WarmStart] = []  # the best so far (none before the start is scored)
+    seen: dict[str, float] = {}
+
+    def consider(config: SystemConfig) -> float:
+        score, traces = scored(config)
+        seen[config.digest] = score
+        if not found:
+            found.append(WarmStart(config, score, traces))
+        elif score > found[0].score:  # strictly: a tie keeps the earlier (the start first)
+            found[0].config, found[0].score, found[0].traces = config, score, traces
+        found[0].trials.append((config.to_json(), score, account.equivalent_runs(PHASE)))
+        return score
+
     picks = {k: _index(v, start[c][p]) for k, (c, p, v) in axes.items()}
-    if axes and None not in picks.values():  # the start is TPE's first observation
-        study.add_trial(optuna.trial.create_trial(params=picks, distributions=dists,
-                                                  value=score))
-    seen = {start.digest: score}
+    if axes and None not in picks.values():
+        study.enqueue_trial(picks)  # the start is TPE's first trial
+    else:
+        consider(start)  # TPE cannot propose it: scored beside the search
+    combos = math.prod(len(v) for _, _, v in axes.values())
     repeats = 0
-    while axes and repeats < PATIENCE and \
-            account.equivalent_runs(PHASE) + len(val) <= budget:
-        trial = study.ask(dists)
+    while axes and repeats < PATIENCE and len(seen) < combos:
+        trial = study.ask()
         config = start
         for key, (c, p, values) in axes.items():
-            config = config.with_value(c, p, values[trial.params[key]])
+            config = config.with_value(c, p, values[trial.suggest_categorical(
+                key, list(range(len(values))))])
         if config.digest in seen:  # answered from what was validated: costs nothing
             study.tell(trial, seen[config.digest])
             repeats += 1
             continue
+        if seen and account.equivalent_runs(PHASE) + len(val) > budget:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            break
         repeats = 0
-        score, traces = scored(config)
-        seen[config.digest] = score
-        study.tell(trial, score)
-        best.trials.append((config.to_json(), score, account.equivalent_runs(PHASE)))
-        if score > best.score:  # strictly: a tie keeps the earlier (the start first)
-            best.config, best.score, best.traces = config, score, traces
-    return best
+        study.tell(trial, consider(config))
+    return found[0]
 
 
 def _index(values: Sequence[Any], value: Any) -> int | None:

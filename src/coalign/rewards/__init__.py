@@ -5,14 +5,13 @@ from coalign.errors import need_torch as _need_torch
 _need_torch("the local reward models")  # torch modules; an evaluate-only install may lack it
 
 from coalign.rewards._backbone import (
-    BACKBONES,
     Backbone,
     CachedBackbone,
     HashingBackbone,
     MiniLMBackbone,
-    make_backbone,
     minilm_path,
 )
+from coalign.rewards._backbones import BACKBONES, make_backbone
 from coalign.rewards._base import BaseRewardModel, PairRanker, RandomReward, RewardModel
 from coalign.rewards._cache import EmbeddingCache
 from coalign.rewards._eval import AlignmentResult, data_efficiency, pairwise_accuracy, subsample

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -198,22 +198,3 @@ class HashingBackbone(CachedBackbone):
             if norm > 0:
                 out[row] /= norm
         return out
-
-
-def _llama_backbone(**kwargs: Any) -> CachedBackbone:
-    from coalign.rewards._llama_backbone import LlamaBackbone  # llama.cpp only when chosen
-
-    return LlamaBackbone(**kwargs)
-
-
-BACKBONES: dict[str, Callable[..., CachedBackbone]] = {
-    "minilm": MiniLMBackbone, "hashing": HashingBackbone, "qwen": _llama_backbone}
-
-
-def make_backbone(name: str = "minilm", **kwargs: Any) -> CachedBackbone:
-    """Build a backbone by name; an unknown name lists the valid ones."""
-    if name not in BACKBONES:
-        raise ConfigError(
-            f"rewards backbone {name!r} is unknown; choose one of {sorted(BACKBONES)}"
-        )
-    return BACKBONES[name](**kwargs)

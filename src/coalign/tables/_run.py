@@ -3,8 +3,9 @@ config's settings fit what the table holds."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from coalign.data import Example
 from coalign.errors import ConfigError
@@ -12,18 +13,30 @@ from coalign.tables._build import pool_examples
 from coalign.tables._policy import check_policy_samples
 from coalign.tables._shards import ShardSet
 from coalign.tables._space import CandidateSpace
+from coalign.tables._table import Table
 from coalign.task import Task
 
 if TYPE_CHECKING:
     from coalign.runconfig import RunConfig
 
 
+REPLAY = "replay:"  # an lm spec naming a replay table: replay:DIR
+
+
+def replay_lms(lm: str, models: Sequence[str]) -> dict[str, Any]:
+    table = Table(lm[len(REPLAY):])
+    lms = table.lms()
+    missing = sorted(set(models) - set(lms))
+    if missing:
+        raise ConfigError(f"replay table {table.directory} holds no answers of model(s) "
+                          f"{missing}; it covers {sorted(lms)}")
+    return {m: lms[m] for m in models}
+
+
 def replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
     """The table's system (each tabled param limited to its candidates) and question pool, for
     a run config with ``lm: replay:DIR``; run config fields that replay cannot honour are
     refused in one line."""
-    from coalign.runner import REPLAY
-
     if cfg.lm is None or not cfg.lm.startswith(REPLAY):
         raise ConfigError(f"run config field 'lm': expected replay:DIR, got {cfg.lm!r}")
     space = CandidateSpace.load(Path(cfg.lm[len(REPLAY):]))

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from coalign.tracking._base import BaseTracker, RunStatus, TrackingSpec, flat_params
 from coalign.tracking._mlflow import MLflowTracker
-from coalign.tracking._run import RunTracking, final_metrics, step_metrics, track_job
+from coalign.tracking._run import RunTracking, final_metrics, step_metrics
 
 # tracker name (a field of TrackingSpec) -> its class, called with (target, experiment)
 TRACKERS: dict[str, Callable[[str, str], BaseTracker]] = {"mlflow": MLflowTracker}
@@ -19,5 +19,4 @@ def make_trackers(spec: TrackingSpec) -> list[BaseTracker]:
 
 
 __all__ = ["TRACKERS", "BaseTracker", "MLflowTracker", "RunStatus", "RunTracking",
-           "TrackingSpec", "final_metrics", "flat_params", "make_trackers", "step_metrics",
-           "track_job"]
+           "TrackingSpec", "final_metrics", "flat_params", "make_trackers", "step_metrics"]

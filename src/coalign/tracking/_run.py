@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from coalign.errors import ConfigError, TrackingError
 from coalign.store import RunStore
-from coalign.tracking._base import BaseTracker, RunStatus, flat_params
+from coalign.tracking._base import BaseTracker, RunStatus
 
 if TYPE_CHECKING:
-    from coalign.job import Job
     from coalign.optimize import Ledger, StepRecord
 
 META = "tracking"  # run store meta: tracker name -> {"target", "run_id"}
@@ -134,18 +133,3 @@ class RunTracking:
             for tracker in self.trackers:
                 tracker.log(metrics)
                 tracker.log_artifacts(folder)
-
-
-def track_job(job: Job) -> RunTracking:
-    """The trackers of ``job.cfg.tracking`` around ``job``'s run store (none: a no-op)."""
-    from coalign import __version__
-    from coalign.tracking import make_trackers
-
-    cfg = job.cfg
-    params = flat_params(cfg.redacted().model_dump(mode="json",
-                                                   exclude={"endpoint", "tracking"}))
-    run_dir = job.store.run_dir
-    tags = {"coalign.run_dir": str(Path(run_dir).resolve()), "coalign.system": cfg.system,
-            "coalign.config_digest": cfg.digest, "coalign.version": __version__}
-    return RunTracking(make_trackers(cfg.tracking), job.store, Path(run_dir).name, params,
-                       tags)
