@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed "
                                  "(Debian: apt-get install -y chromium)")]
 
-CHARTS = ["anytime", "step-tests", "costs", "alignment", "routing"]
+CHARTS = ["anytime", "step-tests", "costs", "alignment", "front", "routing"]
 PROBE = """<script>(function () {
   const box = e => { const b = e.getBoundingClientRect();
                      return [b.left + scrollX, b.top + scrollY, b.width, b.height]; };
@@ -149,9 +149,10 @@ def test_names_in_charts_are_text_not_markup(report, tmp_path) -> None:
 
 
 def test_a_chart_without_data_is_a_note(tmp_path) -> None:
-    populate(tmp_path / "run")  # no test evaluation of any step, no per-instance choice
+    # no test evaluation of any step, no per-instance choice, no cost per query
+    populate(tmp_path / "run")
     found = probe(write_report(tmp_path / "run"), 1280, tmp_path)
-    assert found["absent"] == ["no-chart-step-tests", "no-chart-routing"]
+    assert found["absent"] == ["no-chart-step-tests", "no-chart-front", "no-chart-routing"]
     assert [c["id"] for c in found["charts"]] == ["anytime", "costs", "alignment"]
 
 

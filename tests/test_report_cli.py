@@ -120,8 +120,11 @@ def test_browser_renders_rows_and_runs_no_injected_script(tmp_path) -> None:
     assert "script" not in tags and "img" not in tags
     assert not any("data-pwned" in attrs for _, attrs in dom.tags)
     rows = dom.rows
-    assert [c for c, _ in rows if c in ("accepted", "rejected")] == [
-        "accepted", "rejected", "accepted", "rejected"]
+    # step 3 proposed no change: skipped, not rejected (as coalign optimize prints it)
+    decisions = [(c, text.split()[1]) for c, text in rows
+                 if c in ("accepted", "rejected", "skipped")]
+    assert decisions == [("accepted", "accepted"), ("rejected", "rejected"),
+                         ("accepted", "accepted"), ("skipped", "skipped")]
     phases = [text.split()[0] for c, text in rows if c == "phase"]
     assert phases == ["lrf_train", "adapt", "validation", "local_search"]
     assert ("total", "total 323.33 830 52") in rows

@@ -278,3 +278,54 @@ def test_cost_phases_split_by_component(tmp_path) -> None:
     split = {c.phase: c.components for c in d.costs}
     assert split["lrf_train"] == (("answer", 90.0), ("route", 30.0))
     assert all(sum(r for _, r in c.components) == pytest.approx(c.runs) for c in d.costs)
+
+
+def test_a_step_that_validated_nothing_is_skipped_not_rejected(data) -> None:
+    # step 3 proposed no change: no candidate was validated, so the gate refused nothing
+    assert [s.decision for s in data.steps] == ["accepted", "rejected", "accepted", "skipped"]
+    assert (data.accepted, data.rejected, data.skipped) == (2, 1, 1)
+    from coalign.optimize._outcome import REASONS, StepState
+
+    # ledger format 1 (no step_state) reads the same; a stopped validation is a rejection
+    rows = step_rows([(0, "rejected", {"reason": REASONS[StepState.ALREADY_REJECTED],
+                                       "val_before": 0.5, "val_after": None}),
+                      (1, "rejected", {"reason": REASONS[StepState.STOPPED_EARLY],
+                                       "val_before": 0.5, "val_after": 0.41}),
+                      (2, "rejected", {"reason": "no local reward yet", "val_before": 0.5})])
+    assert [r.decision for r in rows] == ["skipped", "rejected", "skipped"]
+
+
+def test_paired_intervals_are_the_gates_and_the_clis(tmp_path) -> None:
+    from coalign.optimize import paired_bootstrap
+    from tests.test_report_support import VAL_REWARDS
+
+    d = _charts(tmp_path)
+    # an accepted step against the config before it, on validation, with the run's seed (0)
+    want = [paired_bootstrap(VAL_REWARDS[new], VAL_REWARDS[old], seed=0)[:3]
+            for new, old in (("step0", "initial"), ("step2", "step0"))]
+    assert [tuple(s.interval) for s in d.steps if s.accepted] == want
+    assert [s.interval for s in d.steps if not s.accepted] == [None, None]  # not stored
+    # the final system against the unoptimized one on test: what coalign optimize prints
+    assert tuple(d.test_interval) == paired_bootstrap([0.75] * TEST_SIZE, [0.25] * TEST_SIZE,
+                                                      seed=0)[:3]
+    assert report.interval_text(*d.test_interval) == "+0.5000 [+0.5000, +0.5000]"
+
+
+def test_alignment_on_a_handful_of_pairs_has_an_interval_and_is_marked() -> None:
+    from coalign.report._alignment import min_pairs
+
+    few, enough = report.alignment_rows({"a": {"pairs": 3, "accuracy": 1.0},
+                                         "b": {"pairs": 40, "accuracy": 0.725}}, 10)
+    assert few.too_few and few.interval == (pytest.approx(3 / (3 + 1.959964 ** 2)), 1.0)
+    assert not enough.too_few and enough.interval == (pytest.approx(0.5717, abs=1e-4),
+                                                      pytest.approx(0.8389, abs=1e-4))
+    # the threshold is the run's own min_alignment_pairs, else the run config's default
+    assert min_pairs({"budget": {"min_alignment_pairs": 4}}) == 4 and min_pairs(None) == 10
+
+
+def test_front_of_the_validated_configs(tmp_path) -> None:
+    d = _charts(tmp_path)
+    got = [(p.label, p.quality_score, p.cost, p.start, p.final, p.on_front) for p in d.front]
+    assert got == [("start (unoptimized)", pytest.approx(0.4), 1.0, True, False, True),
+                   ("after step 0 (accepted)", 0.5, 2.0, False, False, False),  # dominated
+                   ("after step 2 (accepted)", pytest.approx(0.55), 1.5, False, True, True)]

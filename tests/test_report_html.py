@@ -48,15 +48,17 @@ def test_page_is_self_contained(page) -> None:
 def test_page_holds_every_section_and_row(page) -> None:
     for heading in ("Anytime curve: f1 against cost",
                     "Test f1 before and after each accepted step", "Step ledger", "Cost ledger",
-                    "Local reward alignment", "Per-instance choices: where the inputs went",
+                    "Local reward alignment", "Quality against cost of the validated configs",
+                    "Per-instance choices: where the inputs went",
                     "Final configuration", "Example answers on validation"):
         assert f"<h2>{heading}</h2>" in page
     # drawn from what the store holds; the rest is a one-line note saying why it is not
     for chart in ("anytime", "costs", "alignment"):
         assert f'<figure class="chart" id="chart-{chart}"><svg' in page
-    for chart in ("step-tests", "routing"):
+    for chart in ("step-tests", "front", "routing"):
         assert f'<p class="muted absent" id="no-chart-{chart}">Not drawn: ' in page
-    assert page.count('<tr class="accepted"') == 2 and page.count('<tr class="rejected"') == 2
+    assert page.count('<tr class="accepted"') == 2 and page.count('<tr class="rejected"') == 1
+    assert page.count('<tr class="skipped"') == 1  # step 3 proposed nothing: not a rejection
     assert page.count('<tr class="phase">') == 4
     assert re.search(r'<tr class="total"><td>total</td><td class="num">323\.33</td>'
                      r'<td class="num">830</td><td class="num">52</td></tr>', page)
@@ -133,3 +135,58 @@ def test_render_is_deterministic(tmp_path) -> None:
         with RunStore(tmp_path, create=False) as store:
             pages.append(render_html(build_report_data(store)))
     assert pages[0] == pages[1]
+
+
+def test_intervals_skipped_steps_and_few_pairs_are_on_the_page(tmp_path) -> None:
+    from tests.test_report_support import populate_charts
+
+    populate_charts(tmp_path)
+    page = write_report(tmp_path).read_text(encoding="utf-8")
+    assert "1 rejected by the gate, 1 skipped: nothing validated" in page
+    assert "95% paired bootstrap interval): +0.5000 [+0.5000, +0.5000]</li>" in page
+    assert page.count('<div class="interval muted">Δ +') == 2  # the two accepted steps
+    # 7 held-out pairs is under the loop's threshold (10): its figure is marked
+    assert page.count('<span class="few">too few pairs: not meaningful</span>') == 1
+    assert "[0.159, 0.751]" in page and "0.430 [0.16, 0.75] on 7 pairs, too few" in page
+    assert ">pairwise accuracy (too few pairs: not meaningful)</text>" in page  # chart legend
+
+
+def test_quality_against_cost_chart_or_one_line(tmp_path) -> None:
+    from tests.test_report_support import populate_charts
+
+    populate_charts(tmp_path / "costs")
+    page = write_report(tmp_path / "costs").read_text(encoding="utf-8")
+    chart = re.search(r'<figure class="chart" id="chart-front">(.*?)</figure>', page, re.S)[1]
+    assert ">non-dominated front<" in chart and chart.count("<polyline") == 1
+    assert "after step 2 (accepted): validation" in chart and "1.500 model s per query" in chart
+    assert ">start (unoptimized)<" in chart and ">final config<" in chart
+    populate(tmp_path / "free")  # traces with no model seconds: no chart, one line
+    page = write_report(tmp_path / "free").read_text(encoding="utf-8")
+    assert ('<p class="muted absent" id="no-chart-front">Not drawn: this run records no cost '
+            "per query") in page and 'id="chart-front"' not in page
+
+
+def test_control_characters_from_model_text_are_shown_escaped(tmp_path) -> None:
+    # every C0 control but tab and newline, and DEL, in a prompt, an answer and a chart name;
+    # CR stays as it is: a browser shows it as a line end (``_escape``), nothing is hidden
+    hostile = "".join(chr(c) for c in [*range(0x20), 0x7F] if chr(c) not in "\t\n")
+    keys = populate(tmp_path)
+    from tests.test_report_support import _trace
+
+    with RunStore(tmp_path, create=False) as store:
+        store.put_trace("val", _trace("e1", keys["step2"], f"ans{hostile}", 0.5))
+        (t, state, rec), = [s for s in store.steps() if s[0] == 3]
+        rec["config"]["answer"]["prompt"]["instruction"] = f"say{hostile}"
+        store.put_step(t, state, rec)
+        store.set_meta("lrf_alignment", {f"comp{hostile}": {"pairs": 12, "accuracy": 0.6}})
+    page = write_report(tmp_path).read_bytes().decode("utf-8")  # CR kept as written
+    assert not (set(hostile) - {"\r"}) & set(page)
+    shown = "".join(c if c == "\r" else "\u2421" if c == "\x7f" else chr(0x2400 + ord(c))
+                    for c in hostile)
+    assert f'<pre class="instruction">say{shown}</pre>' in page  # the final prompt, in full
+    # one-line summaries fold each run of whitespace controls (VT, FF, CR, FS-US) into a space;
+    # the rest show as control pictures, in table cells and in the alignment chart's SVG text
+    seen = "".join(c if c == " " else "\u2421" if c == "\x7f" else chr(0x2400 + ord(c))
+                   for c in " ".join(hostile.split()))
+    assert f'<td class="text">ans{seen}</td>' in page
+    assert re.search(f"<text[^>]*>comp{seen}", page)

@@ -15,6 +15,10 @@ def test_report_of_a_real_loop_run(tmp_path) -> None:
     history = opt.run()
     data = build_report_data(opt.store)
     assert [(s.step, s.accepted) for s in data.steps] == [(r.step, r.accepted) for r in history]
+    # the report's three decisions are the loop's own states
+    assert [s.decision for s in data.steps] == [
+        "accepted" if r.accepted else "rejected" if r.state.rejected else "skipped"
+        for r in history]
     assert data.curve[-1].score == pytest.approx(opt.val_score)
     accepted = [r.step for r in history if r.accepted]
     assert accepted, "the toy run should accept at least one step"

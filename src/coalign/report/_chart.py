@@ -1,7 +1,8 @@
-"""The anytime curve of a run as an inline SVG (``_lines.line_chart``; no scripts, no fonts).
+"""The report's line charts as inline SVG (``_lines.line_chart``; no scripts, no fonts): the
+anytime curve of a run, and quality against cost of the configs it validated.
 
-The current system's validation score against the cost spent so far, drawn as steps (it
-changes only when a step is accepted), with its test metric where the run store holds it; a
+Anytime: the current system's validation score against the cost spent so far, drawn as steps
+(it changes only when a step is accepted), with its test metric where the run store holds it; a
 large dot marks an accepted step, a hollow one the score of a rejected proposal. Every dot has a
 ``<title>`` tooltip, which browsers show on hover without any JavaScript.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from coalign.report._data import CurvePoint
+from coalign.report._front import FrontPoint, cost_recorded
 from coalign.report._lines import SeriesPoint, SeriesStyle, line_chart
 
 RUNS_LABEL = "cost so far (equivalent full-system runs)"
@@ -56,3 +58,28 @@ def render_chart(points: Sequence[CurvePoint], metric: str = "score") -> str:
                                    dot="filled")
     return line_chart(series, x_label=RUNS_LABEL if by_cost else STEPS_LABEL,
                       y_label=f"{metric} (mean over the split)", styles=styles)
+
+
+def front_chart(points: Sequence[FrontPoint], metric: str = "score") -> str:
+    """Quality against cost per query of the validated configs: every config a dot, the
+    non-dominated ones joined by a line (cheapest first), the start and the final config
+    marked. Empty when there is nothing to plot or no config recorded a cost."""
+    if not cost_recorded(points):
+        return ""
+
+    def at(p: FrontPoint) -> SeriesPoint:
+        return SeriesPoint(p.cost, p.quality_score, tip=f"{p.label}: validation {metric} "
+                           f"{p.quality_score:.4f}, {p.cost:.3f} model s per query "
+                           f"({p.inputs} inputs)")
+
+    front = sorted((p for p in points if p.on_front), key=lambda p: (p.cost, -p.quality_score))
+    series = {"non-dominated front": [at(p) for p in front],
+              "validated config": [at(p) for p in points]}
+    styles = {"non-dominated front": SeriesStyle(color="#1a73e8", dot="filled"),
+              "validated config": SeriesStyle(color="#888888", line="none", dot="hollow")}
+    for name, color, pick in (("start (unoptimized)", "#ff7f0e", lambda p: p.start),
+                              ("final config", "#137333", lambda p: p.final)):
+        series[name] = [at(p) for p in points if pick(p)]
+        styles[name] = SeriesStyle(color=color, line="none", dot="large")
+    return line_chart(series, x_label="mean model seconds per validation query (cost)",
+                      y_label=f"validation {metric} (mean)", styles=styles)

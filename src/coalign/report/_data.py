@@ -7,6 +7,7 @@ with a one-line reason, and the rest is still built.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -14,49 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from coalign.pairs import canonical_json
+from coalign.report._alignment import AlignmentRow, alignment_rows, min_pairs
 from coalign.report._costs import CostRow, ledger_costs, read_account
-from coalign.report._format import reset_note, shorten, summarize_value
+from coalign.report._format import shorten, summarize_value
+from coalign.report._front import FrontPoint, front_points
+from coalign.report._intervals import Interval, paired
 from coalign.report._routing import RouteRow, routing_rows
-from coalign.report._scores import StepTest, StoredTests, step_tests, test_scores
+from coalign.report._scores import StepTest, StoredTests, step_tests, test_scores, val_groups
+from coalign.report._steps import CurvePoint, StepRow, curve, step_rows
 from coalign.store import RunStore
 from coalign.trace import Trace
-
-
-@dataclass(frozen=True)
-class StepRow:
-    step: int
-    accepted: bool
-    component: str
-    param: str
-    value: str  # one-line summary of the proposed value
-    reason: str
-    val_before: float | None
-    val_after: float | None
-    seconds: float | None
-    # what the local optimizer compared: (value summary, mean local reward), best first
-    candidates: tuple[tuple[str, float], ...] = ()
-    runs: float | None = None  # equivalent full-system runs spent so far (the step's ledger)
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    """Validation score of the current system after ``step`` (-1: before the first step)."""
-
-    step: int
-    score: float
-    candidate: float | None  # the proposal's validation score (None: nothing was validated)
-    accepted: bool
-    runs: float | None = None  # equivalent runs spent by then (None: not recorded)
-    test: float | None = None  # the current system's test metric, where stored
-
-
-@dataclass(frozen=True)
-class AlignmentRow:
-    component: str
-    pairs: int | None
-    accuracy: float | None
-    inputs: int | None = None  # runs recorded before per-input figures have neither
-    input_accuracy: float | None = None
 
 
 @dataclass(frozen=True)
@@ -103,10 +71,22 @@ class ReportData:
     step_tests: tuple[StepTest, ...] = ()
     routing: tuple[RouteRow, ...] = ()
     routing_source: str = ""  # which traces the routing figures come from
+    # the final system's test metric minus the unoptimized one's, paired over the test inputs
+    test_interval: Interval | None = None
+    front: tuple[FrontPoint, ...] = ()  # quality against cost of each validated config
+    min_pairs: int = 0  # alignment figures on fewer held-out pairs are not meaningful
 
     @property
     def accepted(self) -> int:
         return sum(s.accepted for s in self.steps)
+
+    @property
+    def rejected(self) -> int:
+        return sum(s.decision == "rejected" for s in self.steps)
+
+    @property
+    def skipped(self) -> int:
+        return sum(s.decision == "skipped" for s in self.steps)
 
     @property
     def total_runs(self) -> float:
@@ -122,10 +102,6 @@ class ReportData:
         return None if None in hits else sum(h for h in hits if h is not None)
 
 
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _config(raw: Any) -> dict[str, Mapping[str, Any]]:
     """A ledger row's config as far as it is one (component -> params mappings)."""
     items = raw.items() if isinstance(raw, Mapping) else ()
@@ -136,88 +112,6 @@ def _policies(raw: Any) -> list[tuple[str, str]]:
     """A ledger row's (component, param) policies; malformed entries are skipped."""
     return [(str(p[0]), str(p[1])) for p in raw if isinstance(p, list | tuple) and len(p) == 2] \
         if isinstance(raw, list) else []
-
-
-def step_rows(steps: Sequence[tuple[int, str, dict]]) -> tuple[StepRow, ...]:
-    return tuple(StepRow(step, state == "accepted", str(rec.get("component", "?")),
-                         str(rec.get("param", "?")),
-                         summarize_value(rec.get("value")) + reset_note(rec.get("reset")),
-                         _reason(rec), _float(rec.get("val_before")),
-                         _float(rec.get("val_after")), _float(rec.get("seconds")),
-                         _candidates(rec.get("candidates")) + _variants(rec),
-                         _spent(rec.get("ledger")))
-                 for step, state, rec in steps)
-
-
-def _spent(ledger: Any) -> float | None:
-    """A ledger's total equivalent runs."""
-    runs = ledger.get("runs") if isinstance(ledger, Mapping) else None
-    values = [_float(v) for v in runs.values()] if isinstance(runs, Mapping) else [None]
-    return None if None in values else sum(v for v in values if v is not None)
-
-
-def _reason(rec: dict) -> str:
-    reason = str(rec.get("reason", ""))
-    if reason.startswith("validation stopped early") and isinstance(rec.get("val_checked"), int):
-        # its val after is the current score plus the paired difference on those inputs
-        reason += f" (on the first {rec['val_checked']} validation inputs; val after estimated)"
-    return reason
-
-
-def _candidates(raw: Any) -> tuple[tuple[str, float], ...]:
-    """Ledger candidates (runs before they were recorded have none); malformed ones skipped."""
-    out = []
-    for c in raw if isinstance(raw, list) else []:
-        score = _float(c.get("local_reward")) if isinstance(c, Mapping) else None
-        if score is not None:
-            out.append((summarize_value(c.get("value")), score))
-    return tuple(out)
-
-
-def _variants(rec: dict) -> tuple[tuple[str, float], ...]:
-    """A switched choice's variants (as proposed / siblings reset), scored on the component's
-    outputs: listed after the options' own scores."""
-    out = []
-    for v in rec.get("variants") or []:
-        score = _float(v.get("local_reward")) if isinstance(v, Mapping) else None
-        if score is not None:
-            note = reset_note(v.get("reset")) or " (as proposed)"
-            out.append((summarize_value(rec.get("value")) + note, score))
-    return tuple(out)
-
-
-def curve(rows: Sequence[StepRow], tests: Mapping[int, float] | None = None,
-          start_runs: float | None = None) -> tuple[CurvePoint, ...]:
-    """The current system's validation score over iterations, starting before step 0, with
-    the runs spent by then and the current system's test metric where ``tests`` (step -> test
-    metric after that step; -1: before any) has it."""
-    tests = tests or {}
-    points: list[CurvePoint] = []
-    test = tests.get(-1)
-    for row in rows:
-        if row.val_before is None:
-            continue
-        if not points:
-            points.append(CurvePoint(-1, row.val_before, None, False, start_runs, test))
-        now = row.val_before
-        if row.accepted and row.val_after is not None:
-            now, test = row.val_after, tests.get(row.step)
-        points.append(CurvePoint(row.step, now, row.val_after, row.accepted, row.runs, test))
-    return tuple(points)
-
-
-def alignment_rows(raw: Any) -> tuple[AlignmentRow, ...]:
-    if not isinstance(raw, Mapping):
-        return ()
-    out = []
-    for comp, entry in raw.items():
-        entry = entry if isinstance(entry, Mapping) else {}
-        pairs, inputs = entry.get("pairs"), entry.get("inputs")
-        out.append(AlignmentRow(str(comp), pairs if isinstance(pairs, int) else None,
-                                _float(entry.get("accuracy")),
-                                inputs if isinstance(inputs, int) else None,
-                                _float(entry.get("input_accuracy"))))
-    return tuple(out)
 
 
 def final_params(config: Mapping[str, Mapping[str, Any]], policies: Sequence[Sequence[str]],
@@ -303,7 +197,8 @@ def build_report_data(store: RunStore, *, examples_per_config: int = 3) -> Repor
     costs, cost_source = ledger_costs(steps, store)
     if not costs:
         missing.append("cost ledger: no ledger or stage-1 account recorded")
-    alignment = alignment_rows(store.get_meta("lrf_alignment"))
+    fewest = min_pairs(run_config)
+    alignment = alignment_rows(store.get_meta("lrf_alignment"), fewest)
     if not alignment:
         missing.append("local reward alignment: not measured or not recorded")
     result = store.get_meta("result")
@@ -325,6 +220,11 @@ def build_report_data(store: RunStore, *, examples_per_config: int = 3) -> Repor
     if steps and not final:
         missing.append("final configuration: the last step recorded no config")
     val_traces = store.trace_sample("val", examples_per_config)
+    validated = val_groups(store)
+    # the run's seed: the gate's and the CLI's bootstrap seed (``RunConfig.seed``)
+    seed = run_config.get("seed") if isinstance(run_config, Mapping) else None
+    seed = seed if isinstance(seed, int) else 0
+    rows = _with_intervals(rows, keys, validated, seed)
     if not val_traces:
         missing.append("example answers: no validation traces recorded")
     tests = test_scores(tested, {t: k for t, k in keys.items() if t != _LAST}, result)
@@ -341,7 +241,9 @@ def build_report_data(store: RunStore, *, examples_per_config: int = 3) -> Repor
         costs=costs, cost_source=cost_source, alignment=alignment, final=final,
         examples=example_groups(val_traces, labels, examples_per_config),
         missing=tuple(missing), metric=str(metric), step_tests=step_tests(rows, tests),
-        routing=routing, routing_source=routing_source)
+        routing=routing, routing_source=routing_source,
+        test_interval=_test_interval(tested, validated, keys.get(_LAST), seed),
+        front=front_points(validated, labels), min_pairs=fewest)
 
 
 _LAST = "last"  # in ``_keys``: the config after the last step, accepted or not
@@ -365,6 +267,35 @@ def _keys(system: str | None, steps: Sequence[tuple[int, str, dict]],
         if step == steps[-1][0]:
             out[_LAST] = key
     return out
+
+
+def _with_intervals(rows: Sequence[StepRow], keys: Mapping[int | str, str],
+                    validated: Mapping[str, Sequence[Trace]], seed: int) -> tuple[StepRow, ...]:
+    """Each accepted step with the paired interval of its validation gain over the config
+    before it (the previous accepted one, first the unoptimized system's): the figures the
+    gate decided on, with its seed."""
+    prev = next(iter(validated), None)
+    out = []
+    for r in rows:
+        key = keys.get(r.step) if r.accepted else None
+        if key is not None:
+            new, old = validated.get(key), validated.get(prev) if prev is not None else None
+            if new and old:
+                r = dataclasses.replace(r, interval=paired(new, old, seed))
+            prev = key
+        out.append(r)
+    return tuple(out)
+
+
+def _test_interval(tested: StoredTests, validated: Mapping[str, Sequence[Trace]],
+                   final: str | None, seed: int) -> Interval | None:
+    """Final against unoptimized system on test, as ``coalign optimize`` prints it: the
+    unoptimized system's trace key is the first validated one."""
+    start = next(iter(validated), None)
+    new, old = tested.traces.get(final or ""), tested.traces.get(start or "")
+    if not new or not old:
+        return None
+    return paired(new, old, seed)
 
 
 def _routing(store: RunStore, tested: StoredTests,

@@ -45,8 +45,13 @@ def alignment_chart(rows: Sequence[AlignmentRow]) -> str:
         inputs = f" from {a.inputs} inputs" if a.inputs is not None else ""
         group = f"{a.component}: {pairs} held-out pairs{inputs}"
         if a.accuracy is not None:
-            bars.append(Bar("pooled over pairs", (Segment("pairwise accuracy", a.accuracy),),
-                            f"{a.accuracy:.3f} on {pairs} pairs", group))
+            # a figure on too few pairs gets its own colour and says so: 1.000 on 3 is noise
+            key = "pairwise accuracy" + (" (too few pairs: not meaningful)" if a.too_few
+                                         else "")
+            ci = "" if a.interval is None else f" [{a.interval[0]:.2f}, {a.interval[1]:.2f}]"
+            bars.append(Bar("pooled over pairs", (Segment(key, a.accuracy),),
+                            f"{a.accuracy:.3f}{ci} on {pairs} pairs"
+                            + (", too few" if a.too_few else ""), group))
         if a.input_accuracy is not None:
             bars.append(Bar("averaged per input",
                             (Segment("per-input accuracy", a.input_accuracy),),

@@ -1,4 +1,5 @@
-"""How a report (and the CLI) prints a param value or a step's reset params: one short line."""
+"""How a report (and the CLI) prints a param value, a step's reset params or a paired
+interval: one short line."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 POLICY_VALUE = "lrf-selector"  # what the loop records for a per-instance param
 
-__all__ = ["POLICY_VALUE", "reset_note", "shorten", "summarize_value"]
+__all__ = ["POLICY_VALUE", "interval_text", "reset_note", "shorten", "summarize_value"]
 
 
 def shorten(text: str, limit: int = 120) -> str:
@@ -34,3 +35,8 @@ def reset_note(reset: Any) -> str:
     choice validated without the values tuned for the old option)."""
     names = [str(n) for n in reset] if isinstance(reset, list | tuple) else []
     return f" ({', '.join(names)} back at the starting value)" if names else ""
+
+
+def interval_text(mean: float, lo: float, hi: float) -> str:
+    """A mean paired difference and its 95% interval, as ``coalign optimize`` prints it."""
+    return f"{mean:+.4f} [{lo:+.4f}, {hi:+.4f}]"

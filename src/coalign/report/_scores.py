@@ -93,3 +93,13 @@ def step_tests(rows: Sequence[Any], scores: Mapping[int, float]) -> tuple[StepTe
                                 prev, after))
         prev = after
     return tuple(out)
+
+
+def val_groups(store: RunStore) -> dict[str, list[Trace]]:
+    """Every stored validation trace by trace key, keys in the order first stored: the
+    unoptimized system's first (the loop scores it before any step), then each accepted
+    config's as it was accepted."""
+    groups: dict[str, list[Trace]] = {}
+    for t in store.traces("val"):
+        groups.setdefault(t.config_digest, []).append(t)
+    return groups
