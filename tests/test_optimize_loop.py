@@ -299,3 +299,25 @@ def test_search_sample_and_fresh_inputs_move_through_the_train_split(tmp_path):
     assert seen == [["train 0", "train 1", "train 2"], ["train 3", "train 4", "train 5"],
                     ["train 0", "train 1", "train 2"]]
     assert [e.id for e in fresh_batch(opt._env(), 1)] == ["t2", "t3"]
+
+
+def test_a_resumed_run_that_had_settled_or_spent_its_budget_adds_no_step(tmp_path):
+    # found by benchmarks/kill_resume.py: a process killed after its settled step, resumed,
+    # appended a second settled row, so its ledger differed from the uninterrupted run's
+    settled = make_optimizer(tmp_path / "settled", writer_lm(), iterations=40,
+                             components=["pick"])
+    history = settled.run()
+    assert history[-1].state.name == "SETTLED" and len(history) < 40
+    settled.store.close()
+    again = make_optimizer(tmp_path / "settled", writer_lm(), iterations=40,
+                           components=["pick"])
+    assert again.run() == [] and len(again.store.steps()) == len(history)
+    again.store.close()
+    capped = make_optimizer(tmp_path / "capped", writer_lm(), iterations=6)
+    capped.prepare()
+    limit = capped.account.equivalent_runs() + 1  # reached by the first step
+    assert len(capped.run(budget=limit)) == 1
+    capped.store.close()
+    resumed = make_optimizer(tmp_path / "capped", writer_lm(), iterations=6)
+    assert resumed.run(budget=limit) == [] and len(resumed.store.steps()) == 1
+    resumed.store.close()

@@ -112,7 +112,9 @@ def resume_config(run_dir: Path) -> RunConfig:
     with RunStore(run_dir, readonly=True) as store:
         raw = store.get_meta("run_config")
     if raw is None:
-        raise ConfigError(f"{run_dir} has no run config: it was not made by coalign optimize")
+        raise ConfigError(f"{run_dir} has no run config: coalign optimize was not run there, or "
+                          "was killed before it wrote one; rerun coalign optimize CONFIG "
+                          f"--run-dir {run_dir}")
     return parse_run_config(raw, f"{run_dir} run config")
 
 

@@ -75,7 +75,9 @@ def optimize_dspy_cmd(
                                                      "(example, prediction, trace=None)"),
     val: Path | None = typer.Option(None, "--val", help="JSONL validation examples (default: "
                                                         "half of --train)"),
-    model: str = typer.Option("qwen2.5-0.5b", "--model", help="model name or spec"),
+    model: str | None = typer.Option(None, "--model", help="model name or spec (default: "
+                                     "the LM the module set with dspy.configure, else "
+                                     "qwen2.5-0.5b)"),
     iterations: int = typer.Option(4, "--iterations", min=0),
     budget: str = typer.Option("{}", "--budget", help="other budget fields as a JSON object, "
                                                       "e.g. '{\"rollout_n\": 0}'"),
@@ -112,14 +114,19 @@ def optimize_dspy_cmd(
 
     import dspy
 
+    from coalign.cli._progress import RunProgress
     from coalign.dspy import CoalignLM, optimize
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    lm = CoalignLM(model, cache=run_dir / "lm_cache.sqlite", max_tokens=max_tokens)
-    with dspy.context(lm=lm):
+    # the module's own dspy.LM is used as it is (its provider and DSPy's cache); else a bundled
+    # model with coalign's response cache in the run dir
+    lm = dspy.settings.lm if model is None and dspy.settings.lm is not None else \
+        CoalignLM(model or "qwen2.5-0.5b", cache=run_dir / "lm_cache.sqlite",
+                  max_tokens=max_tokens)
+    with dspy.context(lm=lm), RunProgress(console) as bars:
         result = optimize(module, trainset, score, valset=valset,
                           budget={"iterations": iterations, **extra},
-                          run_dir=run_dir / "store", seed=seed,
+                          run_dir=run_dir / "store", seed=seed, progress=bars.phase,
                           on_step=lambda r: console.print(Text(
                               f"step {r.step}: {r.component} "
                               f"{'accepted' if r.accepted else 'rejected'} ({r.reason})")))

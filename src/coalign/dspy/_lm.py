@@ -59,7 +59,7 @@ class CoalignLM(dspy.LM):
     ``model`` is a model name or spec (``llamacpp:smollm2-135m``, ``openai:gpt-4o-mini@URL``)
     or a coalign ``LM`` object; ``cache`` wraps a named model in coalign's SQLite response cache.
     DSPy's own cache and retries are off: coalign's serve every call. ``coalign.dspy.optimize``
-    needs the program's LM to be one of these.
+    also takes any other ``dspy.LM``, wrapping it in one of these (``_stock``).
     """
 
     def __init__(self, model: str | LM = "qwen2.5-0.5b", *, cache: str | Path | None = None,

@@ -24,8 +24,9 @@ from pydantic import ValidationError
 from coalign.config import SystemConfig
 from coalign.data import Example
 from coalign.dspy._components import PROMPT, write_back
-from coalign.dspy._lm import CoalignLM, dspy
-from coalign.dspy._system import ERROR, ProgramSystem
+from coalign.dspy._lm import dspy
+from coalign.dspy._stock import LMWrappers
+from coalign.dspy._system import ERROR, PredictorFailed, ProgramSystem
 from coalign.errors import ConfigError
 from coalign.optimize import BudgetSpec, Gate, Ledger, LoopSettings, Optimizer, StepRecord
 from coalign.pairs import canonical_json
@@ -33,6 +34,9 @@ from coalign.rewards import LocalRewardModel, make_backbone
 from coalign.runtime import Runtime
 from coalign.store import RunStore
 from coalign.task import Task
+
+# ``progress(phase, done, total)``: the loop's own progress callback, plus phase "steps"
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -52,9 +56,10 @@ class ProgramResult:
 def optimize(program: Any, trainset: Sequence[Any], metric: Callable[..., Any], *,
              valset: Sequence[Any] | None = None,
              budget: int | Mapping[str, Any] | BudgetSpec | None = None,
-             lm: CoalignLM | None = None, proposer: CoalignLM | None = None,
+             lm: Any = None, proposer: Any = None,
              run_dir: str | Path | None = None, seed: int = 0, backbone: str = "minilm",
-             on_step: Callable[[StepRecord], None] | None = None) -> ProgramResult:
+             on_step: Callable[[StepRecord], None] | None = None,
+             progress: Progress | None = None) -> ProgramResult:
     """Optimize the instructions and demos of ``program``'s named predictors with coalign.
 
     Args:
@@ -64,26 +69,33 @@ def optimize(program: Any, trainset: Sequence[Any], metric: Callable[..., Any], 
         metric: a DSPy metric, ``metric(example, prediction, trace=None) -> float | bool``.
         budget: loop iterations (an int), or budget fields by name (``iterations``,
             ``search_size``, ``fresh_inputs``, ``rollout_n``, ``text_candidates``, ...).
-        lm: the :class:`CoalignLM` serving the predictors (default: ``dspy.settings.lm``);
-            a predictor with its own ``CoalignLM`` keeps it.
-        proposer: an LM proposing instructions (default: none; edits and demos only).
+        lm: the LM serving the predictors (default: ``dspy.settings.lm``): any ``dspy.LM``
+            or ``dspy.BaseLM`` (called as it is, its cache included), or a :class:`CoalignLM`;
+            a predictor with its own ``lm`` keeps it.
+        proposer: an LM proposing instructions, of the same kinds (default: none; edits and
+            demos only).
+        progress: ``progress(phase, done, total)`` hears each rollout and validation input
+            finished, and each step (phase ``"steps"``).
+        on_step: called with each step's record.
         run_dir: where the run store lives (resumable with the same arguments); default: a
             new temporary directory.
 
     Returns:
         The result; ``program`` itself now holds the best values found.
     """
-    lm = _lm(lm if lm is not None else dspy.settings.lm, "lm")
+    wrap = LMWrappers()
+    lm = wrap(lm if lm is not None else dspy.settings.lm, "lm")
     spec = budget_spec(budget)
     train, val, gold = _examples(trainset, valset, seed)
     names = sorted({k for e in (*train, *val) for k in e.inputs})
-    with ProgramSystem(program, names, lm) as system:
+    with ProgramSystem(program, names, lm, wrappers=wrap) as system:
         task = Task(system, _reward(metric, gold), getattr(metric, "__name__", "metric"))
         lms = {name: m.backend for name, m in system.models.items()}
         proposer_name = None
         if proposer is not None:
-            proposer_name = _lm(proposer, "proposer").coalign_name
-            lms[proposer_name] = proposer.backend
+            proposer_lm = wrap(proposer, "proposer")
+            proposer_name = proposer_lm.coalign_name
+            lms[proposer_name] = proposer_lm.backend
         # one worker: DSPy's settings and the tracer's run are per thread of forward
         runtime = Runtime(lms=lms, max_workers=1, seed=seed)
         reward = LocalRewardModel(make_backbone(backbone),
@@ -93,9 +105,9 @@ def optimize(program: Any, trainset: Sequence[Any], metric: Callable[..., Any], 
             settings = LoopSettings(**spec.model_dump(), gate=Gate("strict", seed=seed),
                                     proposer=proposer_name, seed=seed)
             opt = Optimizer(task, train, val, runtime, store, reward, settings)
-            opt.prepare()
-            _check_runs(opt)
-            opt.run(on_step)
+            opt.prepare(progress=progress)
+            _check_runs(opt, system)
+            opt.run(_steps(on_step, progress, spec.iterations))
             steps = opt.history_so_far()
             # the first step was taken from the starting values (a resumed run starts later)
             before = steps[0].val_before if steps else opt.val_score
@@ -108,14 +120,6 @@ def optimize(program: Any, trainset: Sequence[Any], metric: Callable[..., Any], 
                                  opt.ledger(), store.run_dir, changed)
         finally:
             store.close()
-
-
-def _lm(lm: Any, what: str) -> CoalignLM:
-    if not isinstance(lm, CoalignLM):
-        got = "none" if lm is None else type(lm).__name__
-        raise ConfigError(f"{what}: coalign.dspy.optimize needs a coalign.dspy.CoalignLM (got "
-                          f"{got}); e.g. dspy.configure(lm=CoalignLM('qwen2.5-0.5b'))")
-    return lm
 
 
 def budget_spec(budget: int | Mapping[str, Any] | BudgetSpec | None) -> BudgetSpec:
@@ -200,9 +204,29 @@ def _store(run_dir: str | Path | None, system: ProgramSystem, train: list[Exampl
     return store
 
 
-def _check_runs(opt: Optimizer) -> None:
-    """Refuse a program that raised on every validation example: its score says nothing."""
+def _check_runs(opt: Optimizer, system: ProgramSystem) -> None:
+    """Refuse a program that raised on every validation example: its score says nothing. When
+    no reply parsed, the LM cannot keep the adapter's format, which no optimization fixes."""
     errors = [t.state.get(ERROR) for t in opt.val_traces.values()]
-    if errors and all(errors):
-        raise ConfigError(f"the program raised on every validation example; the first: "
-                          f"{errors[0]}")
+    if not errors or not all(errors):
+        return
+    if all(e.startswith(PredictorFailed.__name__) for e in errors):
+        models = ", ".join(sorted(system.models))
+        raise ConfigError(f"model {models}: no reply on the {len(errors)} validation examples "
+                          f"followed DSPy's output format (first: {errors[0].split(': ', 1)[1]});"
+                          " use an LM that keeps the adapter's [[ ## field ## ]] markers (of "
+                          "the bundled models qwen2.5-0.5b or qwen2.5-1.5b; smollm2-135m does "
+                          "not)")
+    raise ConfigError(f"the program raised on every validation example; the first: "
+                      f"{errors[0]}")
+
+
+def _steps(on_step: Callable[[StepRecord], None] | None, progress: Progress | None,
+           total: int) -> Callable[[StepRecord], None]:
+    """``on_step`` and a ``"steps"`` progress report after each step."""
+    def after(record: StepRecord) -> None:
+        if on_step is not None:
+            on_step(record)
+        if progress is not None:
+            progress("steps", record.step + 1, total)
+    return after

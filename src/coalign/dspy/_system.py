@@ -41,6 +41,7 @@ from coalign.dspy._components import (
     plain,
 )
 from coalign.dspy._lm import ACTIVE_STEP, CoalignLM, dspy
+from coalign.dspy._stock import LMWrappers
 from coalign.errors import CoalignError, ConfigError, GraphError
 from coalign.pairs import canonical_json
 from coalign.runtime import RunContext, Runtime, Sampling
@@ -122,11 +123,12 @@ class ProgramSystem(System):
 
     Use it as a context manager, or call :meth:`detach`: the tracers live on the program's own
     predictors until then. ``inputs`` are the program's input fields (``forward``'s keyword
-    arguments); the system's output is ``forward``'s result.
+    arguments); the system's output is ``forward``'s result. ``lm`` serves the predictors
+    without an LM of their own; it and theirs may be any ``dspy.BaseLM`` (see ``_stock``).
     """
 
-    def __init__(self, program: Any, inputs: Sequence[str], lm: CoalignLM,
-                 name: str | None = None) -> None:
+    def __init__(self, program: Any, inputs: Sequence[str], lm: Any,
+                 name: str | None = None, wrappers: LMWrappers | None = None) -> None:
         if not isinstance(program, dspy.Module):
             raise ConfigError(f"expected a dspy.Module, got {type(program).__name__}")
         named = program.named_predictors()
@@ -142,8 +144,10 @@ class ProgramSystem(System):
         self.program = program
         self.inputs, self.output, self.loops = tuple(inputs), OUTPUT, []
         self.components: list[PredictorComponent] = []
+        wrap = wrappers or LMWrappers()
         for path, pred in named:
-            own = pred.lm if isinstance(pred.lm, CoalignLM) else lm
+            own = wrap(pred.lm, f"predictor {path!r} lm") if pred.lm is not None \
+                else wrap(lm, "lm")
             self.components.append(PredictorComponent(component_name(path), path, pred, own))
         self._by_name = {c.name: c for c in self.components}
         if len(self._by_name) < len(self.components):

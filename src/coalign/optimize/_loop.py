@@ -139,18 +139,21 @@ class Optimizer:
     def run(self, on_step: Callable[[StepRecord], None] | None = None, *,
             budget: float | None = None) -> list[StepRecord]:
         """Steps until ``iterations``, a settled loop, or (``budget``) once the run has spent
-        that many equivalent full-system runs, checked after each committed step (so a run
-        stopped there resumes where it stood)."""
+        that many equivalent full-system runs, checked before each step (so a run stopped
+        there, or killed after its last step, resumes where it stood and adds nothing)."""
         self.prepare()
+        steps = self.store.steps()
+        if steps and step_state(*steps[-1]) is StepState.SETTLED:
+            return self.history  # resumed after it settled: a further step would repeat it
         for t in range(self._start or 0, self.s.iterations):
+            if budget is not None and self.account.equivalent_runs() >= budget:
+                break
             record = self.iteration(t)
             self.history.append(record)
             if on_step is not None:
                 on_step(record)
             if record.state is StepState.SETTLED:
                 break  # a fixed point: nothing left to draw until the config changes
-            if budget is not None and self.account.equivalent_runs() >= budget:
-                break
         return self.history
 
     def iteration(self, t: int) -> StepRecord:
