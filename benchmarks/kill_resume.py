@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._results import ROOT, add_json_option, head_commit, write_result
-from coalign.store import RunStore
+from coalign.store import DB_NAME, RunStore
 
 CONFIG = {"system": "code_gen", "data": "mbpp", "lm": "replay:benchmarks/tables/code_gen",
           "seed": 0, "split": {"train": 20, "val": 30, "test": 50, "seed": 0},
@@ -62,6 +62,18 @@ def run_killed(cmd: list[str], after_s: float) -> bool:
     if proc.returncode != 0:
         raise SystemExit(f"error: {' '.join(cmd)} failed: {proc.stderr.read().decode()[-500:]}")
     return False
+
+
+def after_kill(cfg: Path, run_dir: Path) -> list[str]:
+    """What a user runs after a kill: ``resume``, or ``optimize`` again when the process died
+    before it stored its run config (``resume`` refuses such a dir and says so)."""
+    stored = None
+    if (run_dir / DB_NAME).exists():
+        with RunStore(run_dir, readonly=True) as store:
+            stored = store.get_meta("run_config")
+    if stored is None:
+        return [*CLI, "optimize", str(cfg), "--run-dir", str(run_dir)]
+    return [*CLI, "resume", str(run_dir)]
 
 
 def has_demos(config: Any) -> bool:
@@ -104,7 +116,7 @@ def main() -> None:
                 if not run_killed(cmd, after):
                     break
                 moments.append(round(after, 2))
-                cmd = [*CLI, "resume", str(run_dir)]
+                cmd = after_kill(cfg, run_dir)
             subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT)
             same = ledger(run_dir) == reference and exported(run_dir) == ref_system
             trials.append({"killed_after_s": moments, "identical": same})

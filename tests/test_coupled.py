@@ -130,7 +130,7 @@ def test_rejections_of_variants_survive_a_resume(tmp_path):
     again = Optimizer(opt.task, opt.train, opt.val, opt.runtime, opt.store, opt.reward,
                       opt.s)
     again.prepare()
-    assert {r for r in again.rejected if r.param == "model"} == {tried("gen", "model", "strong")}
+    assert {r for r in again.at.rejected if r.param == "model"} == {tried("gen", "model", "strong")}
     assert again.history_so_far()[-1].reset == ()
 
 

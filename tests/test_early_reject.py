@@ -67,4 +67,4 @@ def test_a_clearly_worse_candidate_is_validated_on_a_prefix_only(tmp_path):
     resumed = optimizer(tmp_path, iterations=4)
     resumed.prepare()
     # early rejections are rejections on resume
-    assert {(r.component, r.param) for r in resumed.rejected} == {("pick", "level")}
+    assert {(r.component, r.param) for r in resumed.at.rejected} == {("pick", "level")}

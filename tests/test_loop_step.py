@@ -20,13 +20,12 @@ def test_a_step_reads_values_and_leaves_the_loop_as_it_was(tmp_path):
     opt.prepare()
     fields = set(vars(opt))
     assert not fields & {"_scored", "_variants", "_ctx", "_inputs", "_rejected"}
-    at = Position(opt.config, dict(opt.policies), dict(opt.val_traces), opt.rejected,
-                  opt.reward)
+    at = opt.at
     snapshot = (at.config.digest, dict(at.policies), dict(at.val_traces), at.rejected)
     outcomes = [step(t, opt._env(), at) for t in range(4)]
     # nothing was committed: the loop, its ledger and the position are untouched
     assert (at.config.digest, dict(at.policies), dict(at.val_traces), at.rejected) == snapshot
-    assert opt.store.steps() == [] and opt.rejected == frozenset()
+    assert opt.store.steps() == [] and opt.at is at
     assert set(vars(opt)) == fields
     # ``run`` commits each step's outcome before the next (a rejection is remembered), so its
     # first step is the first uncommitted one
@@ -36,6 +35,7 @@ def test_a_step_reads_values_and_leaves_the_loop_as_it_was(tmp_path):
             outcomes[0].row()["value"]) == (first["component"], first["param"],
                                             first["step_state"], first["value"])
     assert set(vars(opt)) == fields  # run state only: no attribute appears mid-run
+    assert opt.at.rejected and opt.at is not at  # each committed step replaced the one value
     assert all(cls.__dataclass_params__.frozen for cls in (StepEnv, Position))
     with pytest.raises(dataclasses.FrozenInstanceError):
         at.config = opt.config  # type: ignore[misc]
@@ -119,8 +119,8 @@ def test_a_finite_slot_is_not_drawn_again_once_it_proposed_no_change_on_every_tr
     assert last is StepState.SETTLED and len(rows) < 40  # stopped at the fixed point
     assert {k for k, v in covered.items() if len(v) >= n} >= {
         k for k in finite if opt.reward.can_score(k[0])}
-    assert unchanged_inputs(rows, n, opt.s.search_size) == opt.unchanged == covered
+    assert unchanged_inputs(rows, n, opt.s.search_size) == opt.at.unchanged == covered
     opt.store.close()
     again = optimizer(tmp_path, iterations=40)
     again.prepare()
-    assert again.unchanged == opt.unchanged
+    assert again.at.unchanged == opt.at.unchanged

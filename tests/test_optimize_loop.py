@@ -281,7 +281,7 @@ def test_a_rejected_value_is_never_validated_again_under_the_same_config(tmp_pat
     validated = [(r["component"], r["param"], repr(r["value"])) for _, _, r in
                  resumed.store.steps() if r["reason"] == "validation did not improve"]
     assert validated and len(validated) == len(set(validated))
-    assert resumed.rejected  # rebuilt on resume, then extended
+    assert resumed.at.rejected  # rebuilt on resume, then extended
     again = [r for _, _, r in resumed.store.steps()
              if r["reason"] == "already rejected under this config"]
     assert all(r["val_after"] is None for r in again)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,6 @@ from coalign.optimize._outcome import (
     REJECTED_EARLY,
     Outcome,
     StepState,
-    Tried,
     rejections,
     step_state,
     unchanged_inputs,
@@ -82,7 +81,7 @@ class Optimizer:
             raise ConfigError("optimization needs non-empty train and validation sets")
         self.task, self.system = task, task.system
         self.train, self.val = list(train), list(val)
-        self.runtime, self.store, self.reward = runtime, store, reward
+        self.runtime, self.store = runtime, store
         self.s = settings or LoopSettings()
         self.optimizers = optimizers or local_optimizers(self.s)
         names = self.s.components or [c.name for c in self.system.components if c.params]
@@ -99,22 +98,39 @@ class Optimizer:
                 raise ConfigError(f"{c}.{p}: a {kind.name!r} param cannot be per_instance (no "
                                   "selector picks its values per input); use scope 'global'")
         self.account = CostAccount([c.name for c in self.system.components])
-        self.config = self.system.default_config()
-        # per-instance params chosen by the LRF -> digest of the frozen reward each one reads
-        self.policies: dict[tuple[str, str], str] = {}
         self.frozen = FrozenRewards(store.run_dir, reward.backbone)
-        self.val_traces: dict[str, Trace] = {}
+        # the run state: config, selectors, validation traces, rejections (rule 4), settled
+        # inputs (rule 19) and the reward; each committed step replaces it (``Position.after``)
+        self.at = Position(self.system.default_config(), {}, {}, frozenset(), reward)
         self.history: list[StepRecord] = []
         self._ckpt: str | None = None  # current reward-model checkpoint, relative to run dir
         self._start: int | None = None  # first iteration to run; set by prepare()
-        # the proposals the gate rejected since the last accepted step (rule 4)
-        self.rejected: frozenset[Tried] = frozenset()
-        # per slot, train inputs whose search windows proposed no change since then (rule 19)
-        self.unchanged: dict[tuple[str, str], frozenset[int]] = {}
         # lazy stage 1: component -> the iteration its stage-1 rollouts were paid before
         self.paid: dict[str, int] = {}
 
     # -- public ---------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> SystemConfig:
+        return self.at.config
+
+    @config.setter
+    def config(self, config: SystemConfig) -> None:
+        """Start from ``config`` instead of the system's defaults (before ``prepare``)."""
+        self.at = dataclasses.replace(self.at, config=config)
+
+    @property
+    def policies(self) -> Policies:
+        """Per-instance params chosen by the LRF -> digest of the frozen reward each reads."""
+        return self.at.policies
+
+    @property
+    def val_traces(self) -> Mapping[str, Trace]:
+        return self.at.val_traces
+
+    @property
+    def reward(self) -> LocalRewardModel:
+        return self.at.reward
 
     def prepare(self, progress: Progress | None = None) -> None:
         """Resume from the ledger, or run stage 1; then score the current config on val.
@@ -162,9 +178,7 @@ class Optimizer:
         t0 = time.perf_counter()
         if self.s.stage1 == "lazy":
             self._pay_next(t)
-        at = Position(self.config, dict(self.policies), dict(self.val_traces), self.rejected,
-                      self.reward, dict(self.unchanged))
-        return self._commit(t, step(t, self._env(), at), t0)
+        return self._commit(t, step(t, self._env(), self.at), t0)
 
     def _env(self) -> StepEnv:
         return StepEnv(self.task, self.train, self.val, self.s, self.optimizers, self.targets,
@@ -172,7 +186,7 @@ class Optimizer:
 
     @property
     def val_score(self) -> float:
-        return sum(t.reward or 0.0 for t in self.val_traces.values()) / len(self.val_traces)
+        return self.at.score
 
     def ledger(self) -> Ledger:
         phases = sorted(self.account.executed)
@@ -259,7 +273,7 @@ class Optimizer:
                                                "score": found.score,
                                                "trials": found.trials_json(),
                                                "account": self.account.to_json()})
-        self.config = found.config
+        self.at = dataclasses.replace(self.at, config=found.config)
 
     def _stage1(self, progress: Progress | None = None) -> None:
         pairs = self._collect(self._stage1_inputs(), "lrf_train", progress)
@@ -310,23 +324,27 @@ class Optimizer:
         account = checked_meta(self.store, "stage1_account", dict)
         last = steps[-1][2] if steps else None
         try:  # rejections since the last accept still stand, and the selectors in place
-            self.rejected = rejections(steps)
-            self.unchanged = unchanged_inputs(steps, len(self.train), self.s.search_size)
-            self.policies = policies_of(last) if last else {}
+            at = dataclasses.replace(
+                self.at, rejected=rejections(steps),
+                unchanged=unchanged_inputs(steps, len(self.train), self.s.search_size),
+                policies=policies_of(last) if last else {})
         except StoreError as exc:
             raise StoreError(f"run store {self.store.run_dir}: {exc}") from None
         warm = checked_meta(self.store, "warm_start", dict)
         if last:
-            self.config = SystemConfig.from_json(self.system, last["config"])
+            at = dataclasses.replace(at, config=SystemConfig.from_json(self.system,
+                                                                       last["config"]))
             self._ckpt, account = last["lrf_checkpoint"], last["account"]
         elif warm:  # killed after the warm start, before a step: it is not redone
-            self.config = SystemConfig.from_json(self.system, warm["config"])
+            at = dataclasses.replace(at, config=SystemConfig.from_json(self.system,
+                                                                       warm["config"]))
             account = account or warm["account"]
         if account:
             self.account = CostAccount.from_json(account)
         if self._ckpt:
-            self.reward = load_reward_model(self.store.inside(self._ckpt),
-                                            self.reward.backbone)
+            at = dataclasses.replace(at, reward=load_reward_model(self.store.inside(self._ckpt),
+                                                                  at.reward.backbone))
+        self.at = at
         # lazy stage 1: the payments the restored reward model holds: those made before a
         # written step row (a later one is paid again), or with no row yet the one recorded
         paid = checked_meta(self.store, "stage1_paid", dict) or {}
@@ -335,6 +353,7 @@ class Optimizer:
 
     def _validate_current(self, progress: Progress | None = None) -> None:
         rt = self.runtime_for(self.policies)
+        traces: dict[str, Trace] = {}
         for i, e in enumerate(self.val):
             if progress is not None:
                 progress("validating the current config", i, len(self.val))
@@ -345,7 +364,8 @@ class Optimizer:
                 self.account.add_traces("validation", [trace])
                 trace.config_digest = key
                 self.store.put_trace("val", trace)
-            self.val_traces[e.id] = trace
+            traces[e.id] = trace
+        self.at = dataclasses.replace(self.at, val_traces=traces)
         if progress is not None:
             progress("validating the current config", len(self.val), len(self.val))
 
@@ -354,23 +374,14 @@ class Optimizer:
         rewards adapt on a fresh batch; a rejected one is remembered), then write its ledger
         row, whole, after everything it names is on disk."""
         p = out.proposal
+        self.at = self.at.after(out, window_indices(t, len(self.train), self.s.search_size))
         if out.accepted and p is not None:
             for digest in p.policies.values():  # on disk before a ledger row names it
                 self.frozen.save(digest)
-            self.config, self.policies = p.config, dict(p.policies)
-            self.val_traces = dict(out.traces)
             for tr in out.traces.values():
                 self.store.put_trace("val", tr)
             self.reward.adapt(self._collect(fresh_batch(self._env(), t), "adapt"))
             self._checkpoint(f"step{t}")
-            self.rejected = frozenset()  # a new config: earlier rejections no longer say anything
-            self.unchanged = {}
-        elif out.state.rejected and p is not None:
-            self.rejected |= {out.rejection}
-        elif out.state is StepState.NO_CHANGE:
-            key = (out.component, out.param)
-            self.unchanged[key] = self.unchanged.get(key, frozenset()) | window_indices(
-                t, len(self.train), self.s.search_size)
         rec = StepRecord(t, out.component, out.param, out.accepted, out.before, out.after,
                          to_jsonable(out.value), out.why, time.perf_counter() - t0, out.reset,
                          out.state)

@@ -63,7 +63,8 @@ class StepEnv:
 
 @dataclass(frozen=True)
 class Position:
-    """Where the run stands before a step."""
+    """Where the run stands before a step: the loop's whole run state, one value that each
+    committed step replaces (``after``)."""
 
     config: SystemConfig
     policies: Mapping[tuple[str, str], str]  # per-instance slot -> its frozen reward's digest
@@ -78,6 +79,24 @@ class Position:
     def score(self) -> float:
         traces = self.val_traces.values()
         return sum(t.reward or 0.0 for t in traces) / len(traces) if traces else 0.0
+
+    def after(self, out: Outcome, searched: frozenset[int]) -> Position:
+        """Where the run stands once ``out`` is committed: an accepted proposal is the new
+        config, and rejections and settled inputs (``searched``: this step's search window)
+        no longer say anything under it; a rejection is remembered; a step that proposed
+        no change marks its search inputs as settled for its slot."""
+        p = out.proposal
+        if out.accepted and p is not None:
+            return dataclasses.replace(self, config=p.config, policies=dict(p.policies),
+                                       val_traces=dict(out.traces), rejected=frozenset(),
+                                       unchanged={})
+        if out.state.rejected and p is not None:
+            return dataclasses.replace(self, rejected=self.rejected | {out.rejection})
+        if out.state is StepState.NO_CHANGE:
+            key = (out.component, out.param)
+            unchanged = {**self.unchanged, key: self.unchanged.get(key, frozenset()) | searched}
+            return dataclasses.replace(self, unchanged=unchanged)
+        return self
 
 
 def trace_key(config: SystemConfig, policies: Policies) -> str:
