@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from coalign.errors import ConfigError
+
 
 class BudgetSpec(BaseModel):
     # strict: YAML's `yes` is no iteration count, nor is 1.5 a sample size
@@ -58,7 +60,7 @@ class BudgetSpec(BaseModel):
     @classmethod
     def _samples(cls, n: int | None) -> int | None:
         if n == 1:
-            raise ValueError("a rollout compares samples: use 0 (candidates only) or >= 2")
+            raise ConfigError("a rollout compares samples: use 0 (candidates only) or >= 2")
         return n
 
 

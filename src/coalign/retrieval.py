@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from coalign.errors import ConfigError
+
 __all__ = ["STOPWORDS", "BM25Cache", "BM25Index", "corpus_digest", "gold_recall", "tokenize"]
 
 # Short on purpose: question words ("who", "which", "when") are dropped, content kept.
@@ -79,7 +81,7 @@ class BM25Index:
     def search_with_scores(self, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best ``(index, score)`` pairs, best first; ties keep corpus order."""
         if k < 0:
-            raise ValueError(f"k must be >= 0 (got {k})")
+            raise ConfigError(f"k must be >= 0 (got {k})")
         scores = self.scores(query)
         order = np.argsort(-scores, kind="stable")[: min(k, self._size)]
         return [(int(i), float(scores[i])) for i in order]
@@ -97,7 +99,7 @@ class BM25Cache:
 
     def __init__(self, maxsize: int = 1024) -> None:
         if maxsize < 1:
-            raise ValueError(f"maxsize must be >= 1 (got {maxsize})")
+            raise ConfigError(f"maxsize must be >= 1 (got {maxsize})")
         self._maxsize = maxsize
         self._items: OrderedDict[str, BM25Index] = OrderedDict()
         self.hits = 0

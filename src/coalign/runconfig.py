@@ -246,7 +246,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keys = [k for k, _ in pairs]
     repeated = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
     if repeated is not None:
-        raise ValueError(f"key {repeated!r} is given twice")
+        raise ConfigError(f"key {repeated!r} is given twice")
     return dict(pairs)
 
 

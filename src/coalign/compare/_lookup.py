@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from coalign.data import split
+from coalign.errors import ConfigError
 from coalign.tables import CandidateSpace, Rewards, config_indices
 
 
@@ -39,7 +40,7 @@ def draw_split(n: int, sizes: Sequence[int], seed: int) -> Split:
     """A seeded random train / val / test split of ``n`` questions: the very split a run
     config's ``split`` (same sizes and seed) draws from the same question list."""
     if len(sizes) != 3 or min(sizes) < 1 or sum(sizes) > n:
-        raise ValueError(f"split sizes {list(sizes)} need three parts >= 1 within {n} questions")
+        raise ConfigError(f"split sizes {list(sizes)} need three parts >= 1 within {n} questions")
     train, val, test = split(list(range(n)), list(sizes), seed=seed)
     return Split(tuple(train), tuple(val), tuple(test))
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from coalign.errors import DataError
+from coalign.errors import ConfigError, DataError
 
 __all__ = ["DataError", "Example", "split"]
 
@@ -39,10 +39,10 @@ def split(
     for i, n in enumerate(sizes):
         if n == -1:
             if i != len(sizes) - 1:
-                raise ValueError("split: -1 (the remainder) is allowed only as the last size")
+                raise ConfigError("split: -1 (the remainder) is allowed only as the last size")
             n = len(items) - start
         if n < 0 or start + n > len(items):
-            raise ValueError(f"split: sizes {list(sizes)} exceed the {len(items)} examples")
+            raise ConfigError(f"split: sizes {list(sizes)} exceed the {len(items)} examples")
         parts.append(items[start : start + n])
         start += n
     return parts

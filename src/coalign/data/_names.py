@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+from coalign.errors import ConfigError
+
 __all__ = ["NameMaker"]
 
 _ONSETS = (
@@ -48,7 +50,7 @@ class NameMaker:
             if 4 <= len(word) <= 11 and word not in self._used and word not in _RESERVED:
                 self._used.add(word)
                 return word.capitalize()
-        raise RuntimeError("name space exhausted; lower the world size")
+        raise ConfigError("name space exhausted; lower the world size")
 
     def person(self) -> str:
         return f"{self.word(2, 2)} {self.word(2, 3)}"

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from coalign.errors import ConfigError
 from coalign.optimize._base import BaseLocalOptimizer, LocalView, Scored
 from coalign.rewards import RewardModel
 
@@ -45,7 +46,7 @@ SELECTOR = LrfSelector()
 def softmax(scores: Sequence[float], tau: float = 1.0) -> list[float]:
     """Probabilities ∝ exp(score / tau), computed stably (max subtracted)."""
     if tau <= 0:
-        raise ValueError(f"temperature tau must be > 0, got {tau}")
+        raise ConfigError(f"temperature tau must be > 0, got {tau}")
     top = max(scores)
     weights = [math.exp((s - top) / tau) for s in scores]
     total = sum(weights)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from coalign.errors import ConfigError
 from coalign.stats import paired_bootstrap
 
 
@@ -30,13 +31,13 @@ class Gate:
 
     def __post_init__(self) -> None:
         if self.kind not in ("strict", "bootstrap"):
-            raise ValueError(f"gate must be 'strict' or 'bootstrap', got {self.kind!r}")
+            raise ConfigError(f"gate must be 'strict' or 'bootstrap', got {self.kind!r}")
         if not 0.0 <= self.early_reject < 1.0:
-            raise ValueError(f"early_reject must be in [0, 1), got {self.early_reject}")
+            raise ConfigError(f"early_reject must be in [0, 1), got {self.early_reject}")
         if self.early_chunk < 1:
-            raise ValueError(f"early_chunk must be >= 1, got {self.early_chunk}")
+            raise ConfigError(f"early_chunk must be >= 1, got {self.early_chunk}")
         if self.cost_cap is not None and not self.cost_cap > 0:
-            raise ValueError(f"cost_cap must be > 0 seconds per query, got {self.cost_cap}")
+            raise ConfigError(f"cost_cap must be > 0 seconds per query, got {self.cost_cap}")
 
     def within_cap(self, costs: Sequence[float]) -> bool:
         """The candidate's mean cost per query on validation is within the cap (if any)."""

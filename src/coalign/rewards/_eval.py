@@ -11,7 +11,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from coalign.errors import DataError
+from coalign.errors import ConfigError, DataError
 from coalign.pairs import PreferencePair
 from coalign.rewards._base import PairRanker, RewardModel
 
@@ -77,7 +77,7 @@ def subsample(
     Subsamples are nested: for a fixed seed, the 25% set contains the 12.5% set.
     """
     if not 0 < fraction <= 1:
-        raise ValueError(f"fraction must be in (0, 1] (got {fraction})")
+        raise ConfigError(f"fraction must be in (0, 1] (got {fraction})")
     by_comp: dict[str, list[PreferencePair]] = {}
     for pair in pairs:
         if not pair.is_tie:

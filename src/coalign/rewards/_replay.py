@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
+from coalign.errors import ConfigError
 from coalign.pairs import PreferencePair
 
 
@@ -18,7 +19,7 @@ class ReplayBuffer:
 
     def __init__(self, capacity: int = 1000, seed: int = 0) -> None:
         if capacity < 1:
-            raise ValueError(f"replay buffer capacity must be >= 1 (got {capacity})")
+            raise ConfigError(f"replay buffer capacity must be >= 1 (got {capacity})")
         self.capacity = capacity
         self._rng = random.Random(seed)
         self._items: dict[str, list[PreferencePair]] = {}

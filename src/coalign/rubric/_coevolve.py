@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from coalign.data import Example
+from coalign.errors import ConfigError
 from coalign.rubric._advantages import (
     bucketed_advantages,
     outcome_step_rewards,
@@ -63,7 +64,7 @@ def co_evolve(
 ) -> list[dict[str, float]]:
     """Train in place; returns one statistics row per iteration."""
     if config.reward not in {"arco", "outcome"}:
-        raise ValueError(f"reward must be arco or outcome (got {config.reward!r})")
+        raise ConfigError(f"reward must be arco or outcome (got {config.reward!r})")
     rng = random.Random(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
     model = policy.model

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from coalign.data import normalize_answer
+from coalign.errors import ConfigError
 from coalign.retrieval import tokenize
 from coalign.rubric._env import Step, Trajectory, extract_spans
 
@@ -158,7 +159,7 @@ MAX_K = 5
 def derive_criteria(traj: Trajectory, position: int, k: int) -> list[Criterion]:
     """The first ``k`` (<= 5) checklist criteria for step ``position`` of ``traj``."""
     if not 1 <= k <= MAX_K:
-        raise ValueError(f"k must be in 1..{MAX_K} (got {k})")
+        raise ConfigError(f"k must be in 1..{MAX_K} (got {k})")
     step, before = traj.steps[position], traj.steps[:position]
     checks = _ANSWER_CHECKS if step.action.kind == "answer" else _SEARCH_CHECKS
     out = [c for c in (check(traj, step, before) for check in checks) if c is not None]
@@ -213,5 +214,5 @@ def warmup_targets(traj: Trajectory, k: int, mode: str = "adaptive") -> list[Ste
         elif mode == "none":
             out.append(StepTarget((), (s,), s))
         else:
-            raise ValueError(f"unknown criteria mode {mode!r}; use adaptive, fixed or none")
+            raise ConfigError(f"unknown criteria mode {mode!r}; use adaptive, fixed or none")
     return out

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from coalign.data import Example, exact_match, normalize_answer
+from coalign.errors import ConfigError
 from coalign.retrieval import STOPWORDS, BM25Index
 
 __all__ = [
@@ -140,7 +141,7 @@ class SearchEnv:
         index_factory: Callable[[Sequence[str]], Retriever] = BM25Index,
     ) -> None:
         if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1 (got {max_steps})")
+            raise ConfigError(f"max_steps must be >= 1 (got {max_steps})")
         self.max_steps = max_steps
         self.passage_words = passage_words
         self.max_searches = max_searches

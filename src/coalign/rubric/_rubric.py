@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from coalign.errors import ConfigError
 from coalign.rubric._criteria import FIXED_CRITERIA, MAX_K
 from coalign.rubric._env import Trajectory
 from coalign.rubric._model import ArcoModel, last_hidden, pad_batch
@@ -32,9 +33,9 @@ class RubricSpec:
 
     def __post_init__(self) -> None:
         if self.mode not in {"adaptive", "fixed", "none"}:
-            raise ValueError(f"mode must be adaptive, fixed or none (got {self.mode!r})")
+            raise ConfigError(f"mode must be adaptive, fixed or none (got {self.mode!r})")
         if not 1 <= self.k <= MAX_K:
-            raise ValueError(f"k must be in 1..{MAX_K} (got {self.k})")
+            raise ConfigError(f"k must be in 1..{MAX_K} (got {self.k})")
 
     @property
     def n_dims(self) -> int:

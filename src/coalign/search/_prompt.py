@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from coalign.errors import ConfigError
+
 BlockType = Literal["rule", "example", "output_schema", "vocabulary", "contrast_pair"]
 BLOCK_TYPES: tuple[str, ...] = ("rule", "example", "output_schema", "vocabulary", "contrast_pair")
 
@@ -65,7 +67,7 @@ class EditDirective:
 
     def __post_init__(self) -> None:
         if self.block_type not in BLOCK_TYPES:
-            raise ValueError(f"EditDirective.block_type: unknown {self.block_type!r}")
+            raise ConfigError(f"EditDirective.block_type: unknown {self.block_type!r}")
 
 
 def compile_prompt(spec: PromptSpec) -> str:

@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
+from coalign.errors import ConfigError
 from coalign.search._state import version_number
 
 
@@ -85,7 +86,7 @@ def prune_to_size(front: Sequence[T], max_size: int) -> list[T]:
     then the later input position, so the result does not depend on luck.
     """
     if max_size < 2:
-        raise ValueError(f"prune_to_size: max_size must be at least 2 (got {max_size})")
+        raise ConfigError(f"prune_to_size: max_size must be at least 2 (got {max_size})")
     kept = list(front)
     while len(kept) > max_size:
         dist = crowding_distance(kept)

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from coalign.errors import ConfigError
+
 ROOT_VERSION = "base"  # sentinel parent of every cold-start seed
 
 EvalStatus = Literal["pending", "running", "complete", "failed"]
@@ -137,12 +139,12 @@ class SearchState(_Model):
     @model_validator(mode="after")
     def _limits_ordered(self) -> SearchState:
         if self.convergence_limit <= self.stagnation_limit:
-            raise ValueError(
+            raise ConfigError(
                 f"convergence_limit ({self.convergence_limit}) must be greater than "
                 f"stagnation_limit ({self.stagnation_limit})"
             )
         if self.algorithm_state.epsilon_min > self.epsilon:
-            raise ValueError(
+            raise ConfigError(
                 f"epsilon_min ({self.algorithm_state.epsilon_min}) must not exceed "
                 f"epsilon ({self.epsilon})"
             )

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coalign.data import Example
+from coalign.errors import ConfigError
 from coalign.pairs import PreferencePair, canonical_json, label_for
 from coalign.runtime import Runtime
 from coalign.tables._space import config_indices
@@ -31,7 +32,7 @@ def table_pairs(table: Any, component: str, questions: Sequence[Example], *,
     system = task.system
     own = [k for k in space.params if k.partition(".")[0] == component]
     if not own:
-        raise ValueError(f"component {component!r} has no tabled param in {table.directory}")
+        raise ConfigError(f"component {component!r} has no tabled param in {table.directory}")
     downstream = system.descendants(component)
     held = [k for k in space.params if k.partition(".")[0] in downstream]
     configs = [c for c in space.configs(task)

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from coalign.errors import ConfigError
 from coalign.optimize import BaseLocalOptimizer, LocalView, LoopSettings, ParamKind
 from coalign.pairs import canonical_json, to_jsonable
 
@@ -58,7 +59,7 @@ def optimizer_cases(kinds: Mapping[str, ParamKind], settings: LoopSettings,
     ``max_runs`` and ``known_gaps`` are keyed by case id (``"text/opro"``)."""
     missing = sorted(set(kinds) - set(contexts))
     if missing:
-        raise ValueError(f"optimizer_cases: no context factory for param kind(s) {missing}; "
+        raise ConfigError(f"optimizer_cases: no context factory for param kind(s) {missing}; "
                          "give one per registered kind")
     out = []
     for kind in sorted(kinds):
