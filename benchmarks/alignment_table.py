@@ -38,8 +38,8 @@ from coalign.rewards import (
     make_backbone,
     pairwise_accuracy,
     shorter_output_reward,
+    values_text,
 )
-from coalign.rewards._text import values_text
 from coalign.tables import Table, table_pairs
 
 

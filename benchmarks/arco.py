@@ -21,8 +21,7 @@ from pathlib import Path
 import torch
 
 from benchmarks._results import add_json_option, write_result
-from coalign.data import make_world
-from coalign.data._base import split
+from coalign.data import make_world, split
 from coalign.rubric import (
     CoevolveConfig,
     ExperimentConfig,

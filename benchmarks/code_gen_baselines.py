@@ -16,9 +16,9 @@ import argparse
 from pathlib import Path
 
 from benchmarks._results import add_json_option, write_result
-from coalign.optimize._gate import paired_bootstrap
 from coalign.runner import evaluate
 from coalign.runtime import Runtime
+from coalign.stats import paired_bootstrap
 from coalign.tables import Table
 
 

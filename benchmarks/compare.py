@@ -36,8 +36,7 @@ from benchmarks.compare_rows import (
 )
 from coalign.data import split as split_examples
 from coalign.job import Job, RunConfig, parse_run_config
-from coalign.optimize import reinforce_search
-from coalign.optimize._baselines import random_search
+from coalign.optimize import random_search, reinforce_search
 from coalign.runner import evaluate, load_dataset
 from coalign.store import RunStore
 from coalign.systems import SYSTEMS as SYSTEM_FACTORIES
@@ -240,7 +239,7 @@ def dspy_row(method: str, task, splits, runtime, store, budget: float, seed: int
     train/val/test split, runtime (model, response cache) and test runner as the other methods;
     same row keys."""
     from coalign.errors import ConfigError
-    from coalign.optimize._dspy_optimize import dspy_optimize
+    from coalign.optimize import dspy_optimize
 
     train, val, test = splits
     try:

@@ -22,7 +22,7 @@ import numpy as np
 
 from benchmarks._results import ROOT, add_json_option, write_result
 from coalign.dspy import CoalignLM
-from coalign.optimize._gate import paired_bootstrap
+from coalign.stats import paired_bootstrap
 from examples.dspy_program import MultiHopQA, examples, f1
 
 

@@ -28,8 +28,7 @@ import torch
 
 from benchmarks._results import add_json_option, write_result
 from coalign.backends import REPLAY, build_runtime
-from coalign.component import ItemDecider, LLMComponent
-from coalign.component._decider import FEATURES, named_pick
+from coalign.component import FEATURES, ItemDecider, LLMComponent, named_pick
 from coalign.data import get_metric, load_amazon_sessions
 from coalign.runner import CACHE_NAME, evaluate
 from coalign.system import System

@@ -18,9 +18,7 @@ import time
 
 from benchmarks._results import add_json_option, write_result
 from coalign.data import load_hotpotqa
-from coalign.lm import LlamaCpp, LMRequest, ModelPool
-from coalign.lm._base import Message
-from coalign.lm._prefill import PREFILL_CHUNK
+from coalign.lm import PREFILL_CHUNK, LlamaCpp, LMRequest, Message, ModelPool
 
 INSTRUCTIONS = (
     "Answer the question using the passages. Reply with the answer only.",

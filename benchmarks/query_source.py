@@ -23,7 +23,7 @@ from pathlib import Path
 from benchmarks._results import add_json_option, write_result
 from benchmarks.compare_rows import diff
 from coalign.backends import build_runtime
-from coalign.component._retriever import passage_text
+from coalign.component import passage_text
 from coalign.data import split
 from coalign.job import RunConfig
 from coalign.retrieval import BM25Index

@@ -68,7 +68,7 @@ def main() -> None:
 
     import ray
 
-    from coalign.executors._ray import RayExecutor
+    from coalign.executors import RayExecutor
 
     cpus = os.cpu_count() or 1
     if args.ray == "local":  # a private cluster sized to this machine, stopped at the end

@@ -50,8 +50,7 @@ import numpy as np
 
 from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import Lookup, Method, Split, Trajectory, coalign_method, compare, split_sizes
-from coalign.optimize import _base, _choice, _loop, _step
-from coalign.optimize._base import value_key
+from coalign.optimize import _base, _choice, _loop, _step, value_key
 from coalign.rollouts import Collection, RolloutSpec, collect_pairs
 from coalign.tables import Table
 

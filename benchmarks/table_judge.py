@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from coalign.lm._base import LMRequest, LMResponse
+from coalign.lm import LMRequest, LMResponse
 from coalign.pairs import PreferencePair
 from coalign.rewards import LLMJudgeRanker
-from coalign.tables import CandidateSpace, ShardSet
-from coalign.tables._replay import RecordingLM, ReplayLM
+from coalign.tables import CandidateSpace, RecordingLM, ReplayLM, ShardSet
 
 JUDGE_DIR = "judge"
 

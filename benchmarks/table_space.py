@@ -27,7 +27,7 @@ from typing import Any
 from coalign.backends import build_runtime
 from coalign.component import first_line, render_fields, render_value
 from coalign.lm import chat
-from coalign.optimize._text import EDITS, META, clean_proposal
+from coalign.optimize import EDITS, META, clean_proposal
 from coalign.runner import load_dataset
 from coalign.systems import multihop_qa
 from coalign.tables import CandidateSpace, Samples
@@ -250,7 +250,7 @@ ANALYZE_TYPES = ("Name the kind of product this shopper keeps clicking, in a few
 
 
 def next_item_space(pool: int, cache: Path) -> CandidateSpace:
-    from coalign.component._decider import named_pick
+    from coalign.component import named_pick
     from coalign.data import load_amazon_sessions
     from coalign.systems import next_item
 

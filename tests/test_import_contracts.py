@@ -43,6 +43,8 @@ def test_an_upward_import_and_an_unplaced_module_break_the_layers_contract(tmp_p
         shutil.copytree(ROOT / "src" / "coalign", src / "coalign",
                         ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy(ROOT / "pyproject.toml", tmp_path / case / "pyproject.toml")
+        shutil.copytree(ROOT / "benchmarks", tmp_path / case / "benchmarks",  # a root package
+                        ignore=shutil.ignore_patterns("__pycache__", "results", "tables"))
         edit(src / "coalign")
         result = _lint(tmp_path / case, src)
         output = result.stdout + result.stderr

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperCommand
 
 from coalign.cli._app import app, note
 from coalign.cli._core import LIVE, NO_CALLS, parse_lm, refuse_on_replay, unused_endpoint
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # the job pulls in torch: import it only when a command runs
     from coalign.tracking import RunTracking
 
 console = Console()
+MLFLOW_DEFAULT = "default"  # `--mlflow` alone (coalign.tracking.DEFAULT_URI, not imported here)
 
 # The demo starts the answer writer from a first-draft instruction, as a user would write it: the
 # 0.5B model then answers in sentences (test F1 ~0.05). The loop has to find the fix with its own
@@ -169,7 +171,21 @@ def _shown(value: object, limit: int | None = None) -> str:
     return repr(instruction) + (f" + {demos} demos" if demos else "")
 
 
-@app.command("optimize")
+class _MlflowFlagCommand(TyperCommand):
+    """``--mlflow`` may come without a value (last, or before another option): it then means
+    ``--mlflow default``, MLflow's default store. Typer has no optional option values."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        args = list(args)
+        for i, arg in enumerate(args):
+            if arg == "--":
+                break
+            if arg == "--mlflow" and (i + 1 == len(args) or args[i + 1].startswith("-")):
+                args[i] = f"--mlflow={MLFLOW_DEFAULT}"
+        return super().parse_args(ctx, args)
+
+
+@app.command("optimize", cls=_MlflowFlagCommand)
 def optimize_cmd(config: Path = typer.Argument(..., help="run config (YAML or JSON)"),
                  run_dir: Path = typer.Option(Path("runs/optimize")),
                  lm: str | None = typer.Option(
@@ -178,17 +194,23 @@ def optimize_cmd(config: Path = typer.Argument(..., help="run config (YAML or JS
                  timeout: float = TIMEOUT, retries: int = RETRIES,
                  concurrency: int = CONCURRENCY,
                  mlflow: str | None = typer.Option(
-                     None, help="MLflow tracking URI (e.g. sqlite:///mlflow.db); overrides "
-                     "tracking.mlflow of the config"),
+                     None, help="MLflow tracking URI (sqlite:///mlflow.db, http://host:5000, "
+                     "file:DIR); alone (or 'default'): $MLFLOW_TRACKING_URI, else mlflow.db "
+                     "in the current folder. Overrides tracking.mlflow of the config"),
                  ray: str | None = RAY) -> None:
     """Optimize a system as the config says; kill it any time and `coalign resume RUN_DIR`."""
     from coalign.job import load_run_config
 
     notes: list[str] = []
     cfg = with_lm(load_run_config(config), lm, config, notes)
-    if mlflow:  # stored with the run config: `coalign resume` keeps tracking to it
+    uri = mlflow or cfg.tracking.mlflow
+    if uri == MLFLOW_DEFAULT:  # resolved now: `coalign resume` from elsewhere finds it
+        from coalign.tracking import default_tracking_uri
+
+        uri = default_tracking_uri()
+    if uri != cfg.tracking.mlflow:  # stored with the run config: `resume` keeps tracking to it
         cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(
-            update={"mlflow": mlflow})})
+            update={"mlflow": uri})})
     run_job(cfg, run_dir, timeout, retries, concurrency, ray, notes=notes)
 
 

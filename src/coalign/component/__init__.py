@@ -2,12 +2,13 @@
 
 from coalign.component._base import Component, FunctionComponent
 from coalign.component._llm import LLMComponent, first_line, render_fields, render_value
-from coalign.component._retriever import Retriever
+from coalign.component._retriever import Retriever, passage_text
 from coalign.component._select import Select
 
 _TORCH_EXPORTS = {"PassageReranker": "_reranker", "PolicyComponent": "_policy",
                   "plackett_luce_log_prob": "_reranker", "ItemDecider": "_decider",
-                  "EncoderPolicy": "_policy"}
+                  "EncoderPolicy": "_policy", "FEATURES": "_decider",
+                  "named_pick": "_decider"}
 
 
 def __getattr__(name: str) -> object:
@@ -19,7 +20,7 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'coalign.component' has no attribute {name!r}")
 
 
-__all__ = ["Component", "EncoderPolicy", "FunctionComponent", "ItemDecider", "LLMComponent",
-           "PassageReranker", "PolicyComponent",
-           "Retriever", "Select", "first_line", "plackett_luce_log_prob", "render_fields",
+__all__ = ["Component", "EncoderPolicy", "FEATURES", "FunctionComponent", "ItemDecider",
+           "LLMComponent", "PassageReranker", "PolicyComponent", "Retriever", "Select",
+           "first_line", "named_pick", "passage_text", "plackett_luce_log_prob", "render_fields",
            "render_value"]

@@ -7,7 +7,9 @@ from coalign.optimize._base import (
     LocalView,
     NoopOptimizer,
     Scored,
+    value_key,
 )
+from coalign.optimize._baselines import random_search
 from coalign.optimize._choice import ExpChoiceOptimizer, RewardSelector, softmax
 from coalign.optimize._costs import choice_costs
 from coalign.optimize._gate import Gate, paired_bootstrap
@@ -27,10 +29,11 @@ from coalign.optimize._selectors import (
     selector_dir,
 )
 from coalign.optimize._settings import LoopSettings
-from coalign.optimize._text import TextOptimizer
+from coalign.optimize._text import EDITS, META, TextOptimizer, clean_proposal
 from coalign.optimize._weights import ReinforceWeightsOptimizer, WeightsValue
 
-_DSPY_EXPORTS = {"engine_response": "_dspy", "request_messages": "_dspy"}
+_DSPY_EXPORTS = {"engine_response": "_dspy", "request_messages": "_dspy",
+                 "dspy_optimize": "_dspy_optimize"}
 
 
 def __getattr__(name: str) -> object:
@@ -42,12 +45,13 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'coalign.optimize' has no attribute {name!r}")
 
 
-__all__ = ["KINDS", "LEGACY", "BaseLocalOptimizer", "BudgetSpec", "Categorical", "EditMutator",
-           "ExpChoiceOptimizer", "Gate", "Ledger", "LocalContext", "LocalView", "LoopSettings",
-           "NoopOptimizer", "Optimizer", "Outcome", "ParamKind", "ParetoTextOptimizer", "Policies",
-           "ReinforceResult", "ReinforceWeightsOptimizer", "RewardSelector", "RolloutAsk",
-           "RunningBaseline", "Scored", "StepRecord", "StepState", "TextOptimizer",
-           "WeightsValue", "checked_steps", "choice_costs", "engine_response", "legacy_conflict",
-           "load_frozen", "optimizer_problem", "paired_bootstrap", "planned_runs",
-           "policies_of", "policy_suffix", "prefix_discount", "reinforce_search",
-           "request_messages", "selector_dir", "softmax"]
+__all__ = ["BaseLocalOptimizer", "BudgetSpec", "Categorical", "EDITS", "EditMutator",
+           "ExpChoiceOptimizer", "Gate", "KINDS", "LEGACY", "Ledger", "LocalContext", "LocalView",
+           "LoopSettings", "META", "NoopOptimizer", "Optimizer", "Outcome", "ParamKind",
+           "ParetoTextOptimizer", "Policies", "ReinforceResult", "ReinforceWeightsOptimizer",
+           "RewardSelector", "RolloutAsk", "RunningBaseline", "Scored", "StepRecord", "StepState",
+           "TextOptimizer", "WeightsValue", "checked_steps", "choice_costs", "clean_proposal",
+           "dspy_optimize", "engine_response", "legacy_conflict", "load_frozen",
+           "optimizer_problem", "paired_bootstrap", "planned_runs", "policies_of", "policy_suffix",
+           "prefix_discount", "random_search", "reinforce_search", "request_messages",
+           "selector_dir", "softmax", "value_key"]

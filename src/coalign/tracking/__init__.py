@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from coalign.tracking._base import BaseTracker, RunStatus, TrackingSpec, flat_params
-from coalign.tracking._mlflow import MLflowTracker
-from coalign.tracking._run import RunTracking, final_metrics, step_metrics
+from coalign.tracking._mlflow import DEFAULT_URI, MLflowTracker, default_tracking_uri
+from coalign.tracking._run import RunTracking, final_metrics, run_prompts, step_metrics
 
 # tracker name (a field of TrackingSpec) -> its class, called with (target, experiment)
 TRACKERS: dict[str, Callable[[str, str], BaseTracker]] = {"mlflow": MLflowTracker}
@@ -18,5 +18,6 @@ def make_trackers(spec: TrackingSpec) -> list[BaseTracker]:
             if (target := getattr(spec, name)) is not None]
 
 
-__all__ = ["TRACKERS", "BaseTracker", "MLflowTracker", "RunStatus", "RunTracking",
-           "TrackingSpec", "final_metrics", "flat_params", "make_trackers", "step_metrics"]
+__all__ = ["DEFAULT_URI", "TRACKERS", "BaseTracker", "MLflowTracker", "RunStatus",
+           "RunTracking", "TrackingSpec", "default_tracking_uri", "final_metrics", "flat_params",
+           "make_trackers", "run_prompts", "step_metrics"]

@@ -60,16 +60,24 @@ class BaseTracker(abc.ABC):
     def log_artifacts(self, folder: Path) -> None:
         """Upload every file under ``folder`` (replacing files of the same path)."""
 
+    def log_prompts(self, prompts: Mapping[str, Mapping[str, Any]]) -> None:  # optional hook
+        """Record the run's prompts: ``name -> {"start": value, "final": value}``, each value
+        a Text param's JSON form (``{"instruction": str, "demos": [...]}``)."""
+        return None
+
     def close(self, status: RunStatus) -> None:  # optional hook
         return None
 
 
 def flat_params(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     """Nested settings as ``a.b -> text``: strings as they are, everything else as JSON (so
-    ``null``, ``true`` and lists read unambiguously)."""
+    ``true`` and lists read unambiguously). Unset settings (None) are left out: a tracker
+    would show them as the string ``null``, and absent reads as unset anyway."""
     out: dict[str, str] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
+        if value is None:
+            continue
         if isinstance(value, Mapping) and value:
             out.update(flat_params(value, name + "."))
         else:

@@ -24,12 +24,16 @@ if TYPE_CHECKING:
 META = "tracking"  # run store meta: tracker name -> {"target", "run_id"}
 
 
-def step_metrics(state: str, rec: Mapping[str, Any]) -> dict[str, float]:
+def step_metrics(state: str, rec: Mapping[str, Any], step: int | None = None
+                 ) -> dict[str, float]:
     """A ledger row as metrics: the current validation score (the candidate's if accepted),
-    the candidate's own, the accepted flag, and equivalent runs and LLM calls so far."""
+    the candidate's own, the accepted flag, and equivalent runs and LLM calls so far; step 0
+    also carries ``val_start``, the starting config's validation score."""
     accepted = state == "accepted"
     out = {"val_score": rec["val_after"] if accepted else rec["val_before"],
            "accepted": float(accepted), "step_seconds": rec["seconds"]}
+    if step == 0 and rec.get("val_before") is not None:
+        out["val_start"] = rec["val_before"]
     if rec.get("val_after") is not None:
         out["val_candidate"] = rec["val_after"]
     ledger = rec.get("ledger")
@@ -57,6 +61,42 @@ def final_metrics(ledger: Ledger, alignment: Any, result: Any) -> dict[str, floa
     if isinstance(result, Mapping):
         out |= {f"test.{k}": result[k] for k in ("before", "after", "test_size") if k in result}
     return {k: float(v) for k, v in out.items()}
+
+
+def run_prompts(store: RunStore) -> dict[str, dict[str, Any]]:
+    """The run's prompts (its Text params) as ``component.param -> {"start", "final"}``, each
+    value ``{"instruction", "demos"}``: the final from the last ledger step's config, the start
+    from the config the unoptimized test score was measured on (the first test evaluation)."""
+    space = store.get_meta("system_space") or {}
+    texts = [(comp, name) for comp, params in space.items() if isinstance(params, Mapping)
+             for name, spec in params.items()
+             if isinstance(spec, Mapping) and spec.get("kind") == "text"]
+    if not texts:
+        return {}
+    steps = store.steps()
+    final = steps[-1][2].get("config") if steps else None
+    start = None
+    tested = store.trace_sample("test", 1)  # one trace per config, first stored first
+    if tested:
+        start = store.load_config(tested[0].config_digest)
+    elif steps:  # not evaluated on test yet: the first step's config, as far as it goes
+        start = steps[0][2].get("config")
+    out: dict[str, dict[str, Any]] = {}
+    for comp, name in texts:
+        stages = {stage: _text(config, comp, name)
+                  for stage, config in (("start", start), ("final", final or start))}
+        if any(v is not None for v in stages.values()):
+            out[f"{comp}.{name}"] = {k: v for k, v in stages.items() if v is not None}
+    return out
+
+
+def _text(config: Any, comp: str, name: str) -> dict[str, Any] | None:
+    value = config.get(comp, {}).get(name) if isinstance(config, Mapping) else None
+    if isinstance(value, str):
+        return {"instruction": value, "demos": []}
+    if isinstance(value, Mapping) and isinstance(value.get("instruction"), str):
+        return {"instruction": value["instruction"], "demos": list(value.get("demos") or [])}
+    return None
 
 
 def _key(name: str) -> str:
@@ -107,12 +147,13 @@ class RunTracking:
         for tracker, logged in zip(self.trackers, self._logged, strict=True):
             for t, state, rec in rows:
                 if t not in logged:
-                    tracker.log(step_metrics(state, rec), step=t)
+                    tracker.log(step_metrics(state, rec, t), step=t)
                     logged.add(t)
 
     def finish(self, ledger: Ledger) -> None:
-        """Log the outcome: final metrics and the artifacts ``report.html``, ``steps.json``
-        (the step ledger) and ``system.json`` (the exported final config)."""
+        """Log the outcome: final metrics, the run's prompts (start and final), and the
+        artifacts ``report.html``, ``steps.json`` (the step ledger), ``system.json`` (the
+        exported final config) and ``prompts.json``."""
         if not self.trackers:
             return
         from coalign.export import export_run
@@ -121,10 +162,15 @@ class RunTracking:
         self.sync()
         store = self.store
         metrics = final_metrics(ledger, store.get_meta("lrf_alignment"), store.get_meta("result"))
+        prompts = run_prompts(store)
+        system = str(store.get_meta("system") or "system")  # prompt names: system.comp.param
         with tempfile.TemporaryDirectory(prefix="coalign-track-") as tmp:
             folder = Path(tmp)
             steps = [{"step": t, "state": state, **rec} for t, state, rec in store.steps()]
             (folder / "steps.json").write_text(json.dumps(steps, indent=1), encoding="utf-8")
+            if prompts:
+                (folder / "prompts.json").write_text(json.dumps(prompts, indent=1),
+                                                     encoding="utf-8")
             write_report(store.run_dir, folder / "report.html")
             try:
                 export_run(store.run_dir, folder / "system.json")
@@ -132,4 +178,5 @@ class RunTracking:
                 pass
             for tracker in self.trackers:
                 tracker.log(metrics)
+                tracker.log_prompts({f"{system}.{k}": v for k, v in prompts.items()})
                 tracker.log_artifacts(folder)
