@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import dspy
 
 from coalign.data import f1_score, load_hotpotqa
 from coalign.dspy import CoalignLM, optimize
+from coalign.errors import CoalignError
 from coalign.retrieval import BM25Index
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,4 +155,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except CoalignError as exc:  # a user's mistake (a model, a path): one line, as the CLI does
+        sys.exit(f"error: {exc}")
