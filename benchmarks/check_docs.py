@@ -38,10 +38,9 @@ measured figure inside code to dodge this check is still wrong; reviewers read c
 A decimal right after a product or kernel name (``Linux 6.18``, ``kernels older than 5.12``,
 ``Python 3.12``) is a version number, not a figure.
 
-Known findings that this check's own change could not fix (``PENDING``: the jail timings of
-``docs/sandbox.md`` and the install time in README.md's prose, files with other owners) are
-printed to stderr as ``pending`` and do not fail the run; ``--strict`` fails on them too. Every
-other finding fails.
+Findings listed in ``PENDING`` (by file name; empty today) are printed to stderr as
+``pending`` and do not fail the run, for a fix that has to land in two steps; ``--strict`` fails
+on them too. Every other finding fails.
 
 The docs directory and the results file are parameters (``check(docs_dir, results, readme)``),
 so the tests run it on fixtures. It reads each file once and uses a few regular expressions:
@@ -74,7 +73,6 @@ _VERSION_BEFORE = re.compile(r"(?:Linux|[Kk]ernels?(?: older than| newer than)?|
 # Known findings in files this change could not edit, by file name: reported on stderr as
 # "pending", not failed (``--strict`` fails on them too). Remove an entry once its doc is fixed.
 PENDING: dict[str, tuple[str, ...]] = {
-    "sandbox.md": ("50 ms", "40 ms", "10 ms"),  # jail timings; docs/sandbox.md has another owner
 }
 _INLINE_CODE = re.compile(r"(`+)(.+?)\1")
 

@@ -60,11 +60,22 @@ def hostile_allowed(isolation: str) -> bool:
 
 
 def sandbox_processes() -> list[psutil.Process]:
+    """Sandbox processes of this test process, or orphaned; not those of another test run."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
-        if BOOT_MARKER in " ".join(proc.info["cmdline"] or []):
+        if BOOT_MARKER in " ".join(proc.info["cmdline"] or []) and _ours_or_orphaned(proc):
             found.append(proc)
     return found
+
+
+def _ours_or_orphaned(proc: psutil.Process) -> bool:
+    try:
+        for parent in proc.parents():  # the first ancestor that is no sandbox process decides
+            if BOOT_MARKER not in " ".join(parent.cmdline()):
+                return parent.pid in (os.getpid(), 1)
+    except psutil.Error:
+        pass
+    return True
 
 
 _EARLIER: set[int] = set()  # children of this process before the current test
@@ -205,11 +216,14 @@ def test_working_directory_is_removed() -> None:
 
 
 def test_infinite_loop_hits_the_cpu_limit() -> None:
-    limits = Limits(wall_seconds=5, cpu_seconds=1, test_seconds=None)
+    # A roomy wall limit: on a loaded machine one CPU second can take many wall seconds, and
+    # the detail says which limit ended the run (no wall-clock bound, which flaked under load).
+    limits = Limits(wall_seconds=60, cpu_seconds=1, test_seconds=None)
     result = run_tests("def spin():\n    while True:\n        pass\n", ["assert 1", "spin()",
                                                                     "assert 2"], limits=limits)
-    assert result.status == "timeout" and "CPU" in result.detail and result.seconds < 4
+    assert result.status == "timeout" and "CPU time limit" in result.detail, result.detail
     assert [o.error for o in result.outcomes] == [None, "Timeout", "NotRun"]
+    assert "CPU time limit" in result.outcomes[2].message  # the budget is spent for the rest
 
 
 def test_sleeping_test_hits_the_wall_limit() -> None:
@@ -281,7 +295,8 @@ def test_huge_output_is_clipped() -> None:
 def test_early_exit_and_segfault_are_crashes() -> None:
     result = run_tests("import os", ["assert 1", "os._exit(0)", "assert 1"], limits=FAST)
     assert result.status == "crashed" and "exited with code 0" in result.detail
-    assert [o.error for o in result.outcomes] == [None, "Crashed", "NotRun"]
+    # a fresh worker runs the tests after the crash
+    assert [o.error for o in result.outcomes] == [None, "Crashed", None]
     segv = run_tests("import ctypes", ["ctypes.string_at(0)"], limits=FAST)
     assert segv.status == "crashed" and "SIGSEGV" in segv.detail
 
@@ -336,8 +351,9 @@ def test_cannot_read_the_home_directory(isolation: str) -> None:
         result = run_tests("import os", [f"assert 'secret' not in open({secret.name!r}).read()",
                                          f"assert {Path(secret.name).name!r} not in "
                                          f"os.listdir({str(Path.home())!r})"], limits=FAST)
-    if isolation == "namespaces":
-        assert result.outcomes[0].error == "FileNotFoundError" and result.outcomes[1].passed
+    if isolation == "namespaces":  # the home exists inside only when Python lives under it
+        assert result.outcomes[0].error == "FileNotFoundError"
+        assert result.outcomes[1].passed or result.outcomes[1].error == "FileNotFoundError"
 
 
 def test_cannot_write_outside_its_directory(isolation: str) -> None:

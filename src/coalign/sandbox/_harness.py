@@ -1,14 +1,14 @@
-"""Child side: run the code once, then each test, and report events on a private pipe.
+"""Child side, worker: run the code once, then each test the supervisor names, and report.
 
-Sent to the child compiled (see ``_isolate.program``): it imports nothing from coalign, only
-cheap built-in modules, and has no ``from __future__`` line. The job follows the program on
-stdin as a ``marshal`` dict (trusted direction); stdin is then replaced by /dev/null. Events go
-out one per line as ``repr(dict)`` on the file descriptor ``job["fd"]``, never on stdout, which
-belongs to the code under test. The parent reads them with ``ast.literal_eval``, not ``marshal``.
+Sent to the child compiled with ``_jail`` and ``_supervisor`` (see ``_isolate.program``): it
+imports nothing from coalign, only cheap built-in modules, and has no ``from __future__`` line.
+The worker is a fork of the supervisor (``_supervisor.py``) and runs the untrusted code in its
+own process. It never holds the parent's result descriptor: it reads test indices on one private
+pipe and answers on another, one line per event (see ``_send``). The supervisor trusts none of it
+beyond "the worker says test i had this outcome": crashes, limits and kills it decides itself.
 """
 
 import builtins
-import marshal
 import os
 import resource
 import signal
@@ -27,27 +27,45 @@ def _on_alarm(signum, frame):
         raise _Timeout
 
 
-class _Reporter:
-    def __init__(self, fd):
-        self.fd = fd
-        self.pid = os.getpid()
-
-    def send(self, event):
-        if os.getpid() != self.pid:  # a process forked by the code under test never reports
-            os._exit(0)
-        data = (repr(event) + "\n").encode("utf-8", "backslashreplace")
-        while data:
-            data = data[os.write(self.fd, data):]
+# Bound before any untrusted code runs: code that patches ``os`` changes none of these.
+_exit, _write, _read, _getpid = os._exit, os.write, os.read, os.getpid
+_worker_pid = 0
 
 
-def _set_limits(limits):
+def _send(fd, *fields):
+    """One line of space-separated fields, each UTF-8 as hex: the supervisor parses it without
+    ``ast`` (whose import would cost every run a few milliseconds)."""
+    if _getpid() != _worker_pid:  # a process forked by the code under test never reports
+        _exit(0)
+    data = " ".join(f.encode("utf-8", "backslashreplace").hex() for f in fields).encode() + b"\n"
+    while data:
+        data = data[_write(fd, data):]
+
+
+_MEMORY_LINE = b"memory".hex().encode() + b"\n"  # built now: no memory may be left to build it
+
+
+def _commands(fd):
+    """Test indices from the supervisor, one per line, until it closes the pipe."""
+    buffer = b""
+    while True:
+        while b"\n" not in buffer:
+            chunk = _read(fd, 64)
+            if not chunk:
+                return
+            buffer += chunk
+        line, buffer = buffer.split(b"\n", 1)
+        yield int(line)
+
+
+def _set_limits(limits, cpu):
+    """Rlimits of one worker; ``cpu``: whole seconds left of the run's CPU budget."""
     mb = 1024 * 1024
-    cpu = limits["cpu"]
     for name, soft, hard in (
         ("RLIMIT_CORE", 0, 0),
         ("RLIMIT_CPU", cpu, cpu + 1),  # SIGXCPU at the soft limit, SIGKILL one second later
         ("RLIMIT_FSIZE", limits["file_mb"] * mb, None),
-        ("RLIMIT_NPROC", limits["procs"], None),
+        ("RLIMIT_NPROC", limits["procs"] + 1, None),  # the supervisor is not the code's budget
         ("RLIMIT_NOFILE", 64, None),
         ("RLIMIT_AS", limits["memory_mb"] * mb, None),
     ):
@@ -110,55 +128,37 @@ def _explain(test, ns, seconds, chars):
     return "" if error else f"{left} is {value}"[:chars]
 
 
-def _run(job, report):
-    chars, seconds = job["message_chars"], job["limits"]["test_seconds"]
+def work(job, programs, cpu, to_supervisor, from_supervisor):
+    """The worker's life: load the code, run the tests it is sent, exit. Never returns."""
+    global _worker_pid
+    _worker_pid = _getpid()
     try:
-        programs = [compile(job[name], f"<{name}>", "exec") for name in ("setup", "code")]
-    except Exception as exc:  # SyntaxError, or ValueError for a null byte, or too deep nesting
-        error, message = _describe(exc, chars)
-        report.send({"k": "syntax", "message": f"{error}: {message}"})
-        return
-    ns = {"__name__": "solution", "__builtins__": builtins}
-    load_error, load_message, _ = _attempt(lambda: [exec(p, ns) for p in programs], seconds, chars)
-    report.send({"k": "loaded"})
-    for i, test in enumerate(job["tests"]):
-        if load_error:
-            error, message = load_error, f"while running the code: {load_message}"[:chars]
-        else:
-            try:
-                program = compile(test, "<test>", "exec")
-            except BaseException as exc:
-                error, message = _describe(exc, chars)
+        _set_limits(job["limits"], cpu)
+        chars, seconds = job["message_chars"], job["limits"]["test_seconds"]
+        ns = {"__name__": "solution", "__builtins__": builtins}
+        load_error, load_message, _ = _attempt(lambda: [exec(p, ns) for p in programs],
+                                               seconds, chars)
+        _send(to_supervisor, "loaded")
+        for i in _commands(from_supervisor):
+            test = job["tests"][i]
+            if load_error:
+                error, message = load_error, f"while running the code: {load_message}"[:chars]
             else:
-                error, message, _ = _attempt(lambda p=program: exec(p, ns), seconds, chars)
-                if error == "AssertionError" and not message:
-                    message = _explain(test, ns, seconds, chars)
-        report.send({"k": "test", "i": i, "passed": error is None, "error": error,
-                     "message": message})
-
-
-def main(enter_jail):
-    job = marshal.load(sys.stdin.buffer)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    report = _Reporter(job["fd"])
-    try:
-        if job["jail"] is not None:
-            try:
-                enter_jail(job["jail"], report.send)
-            except OSError as exc:
-                report.send({"k": "jailfail", "message": str(exc)})
-                os._exit(2)
-            report.pid = os.getpid()
-        _set_limits(job["limits"])
-        _run(job, report)
-        report.send({"k": "done"})
+                try:
+                    program = compile(test, "<test>", "exec")
+                except BaseException as exc:
+                    error, message = _describe(exc, chars)
+                else:
+                    error, message, _ = _attempt(lambda p=program: exec(p, ns), seconds, chars)
+                    if error == "AssertionError" and not message:
+                        message = _explain(test, ns, seconds, chars)
+            _send(to_supervisor, "test", str(i), "pass" if error is None else "fail",
+                  error or "", message)
         sys.stdout.flush()
         sys.stderr.flush()
     except MemoryError:
-        if os.getpid() == report.pid:
-            os.write(report.fd, b"{'k': 'memory'}\n")
-        os._exit(3)
+        if _getpid() == _worker_pid:
+            _write(to_supervisor, _MEMORY_LINE)
+        _exit(3)
     # Skip interpreter shutdown: atexit hooks and non-daemon threads of the code under test.
-    os._exit(0)
+    _exit(0)

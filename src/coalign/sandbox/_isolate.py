@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import marshal
 import os
-import pwd
 import sys
 import warnings
 from pathlib import Path
@@ -21,6 +20,10 @@ from pathlib import Path
 from coalign.sandbox._limits import Limits
 
 _FLAGS = ("-S", "-s", "-P", "-B", "-u")
+# Top-level host directories the interpreter may need (usrmerge makes most of them symlinks), and
+# the one file of /etc the dynamic loader reads. Nothing else of the host is visible in the jail.
+_TOP_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_FILES = ("/etc/ld.so.cache",)
 _BOOT = "import marshal, sys; exec(marshal.load(sys.stdin.buffer))"
 
 
@@ -32,8 +35,9 @@ class SandboxWarning(RuntimeWarning):
 def program() -> bytes:
     """The child's program, marshalled: the jail and harness sources, then the call to start."""
     here = Path(__file__).parent
-    parts = [(here / name).read_text(encoding="utf-8") for name in ("_jail.py", "_harness.py")]
-    source = "\n".join([*parts, "main(enter_jail)\n"])
+    parts = [(here / name).read_text(encoding="utf-8")
+             for name in ("_jail.py", "_harness.py", "_supervisor.py")]
+    source = "\n".join([*parts, "main(enter_jail, work, set_dumpable)\n"])
     return marshal.dumps(compile(source, "<coalign.sandbox>", "exec"))
 
 
@@ -49,35 +53,29 @@ def environment(home: str) -> dict[str, str]:
 
 
 def jail_spec(limits: Limits) -> dict:
-    """What ``_jail.enter_jail`` needs: homes to cover, paths to keep, private /tmp size."""
-    homes = _homes()
-    return {"homes": homes, "keep": _kept(homes), "tmp_mb": max(16, 4 * limits.file_size_mb)}
+    """What ``_jail.enter_jail`` needs: the host paths to bind read-only into the new root, the
+    top-level symlinks to recreate there (``/bin -> usr/bin``), and the private /tmp's size."""
+    binds, links = _root_contents()
+    return {"binds": binds, "links": links, "tmp_mb": max(16, 4 * limits.file_size_mb)}
 
 
 @functools.cache
-def _homes() -> list[str]:
-    """The parent's home directories (``$HOME`` and the password entry's), as real paths.
-
-    A home under /tmp is skipped: the jail's private /tmp already covers it.
-    """
-    found = [str(Path.home())]
-    try:
-        found.append(pwd.getpwuid(os.getuid()).pw_dir)
-    except KeyError:
-        pass
-    homes = []
-    for home in dict.fromkeys(os.path.realpath(h) for h in found):
-        if os.path.isdir(home) and home != "/" and not _within(home, "/tmp"):
-            homes.append(home)
-    return homes
-
-
-def _kept(homes: list[str]) -> list[str]:
-    """The child's Python installation, where it lives under a covered home (as with pyenv)."""
-    wanted = {os.path.realpath(p) for p in (sys.base_prefix, sys.base_exec_prefix,
-                                            os.path.dirname(sys.executable))}
-    inside = sorted(p for p in wanted if any(_within(p, h) and p != h for h in homes))
-    return [p for p in inside if not any(_within(p, q) and p != q for q in inside)]
+def _root_contents() -> tuple[list[str], list[tuple[str, str]]]:
+    links, wanted = [], ["/usr"]
+    for top in _TOP_DIRS:
+        if os.path.islink(top):
+            links.append((top, os.readlink(top)))
+        elif os.path.isdir(top):
+            wanted.append(top)
+    # The interpreter's installation, wherever it lives (a pyenv build under a home, a venv's
+    # base): the real paths, since the symlinks leading there are not recreated.
+    exe = os.path.realpath(sys.executable)
+    wanted += [os.path.realpath(p) for p in (sys.base_prefix, sys.base_exec_prefix,
+                                             os.path.dirname(exe))]
+    wanted = [p for p in dict.fromkeys(wanted) if os.path.isdir(p) and p != "/"]
+    binds = [p for p in wanted if not any(_within(p, q) and p != q for q in wanted)]
+    binds += [f for f in _FILES if os.path.isfile(f)]
+    return binds, links
 
 
 def _within(path: str, parent: str) -> bool:

@@ -76,7 +76,8 @@ def _execute(code: str, tests: list[str], setup: str, limits: Limits,
 
 
 def _child_limits(limits: Limits) -> dict:
-    return {"cpu": math.ceil(limits.cpu_seconds), "memory_mb": limits.memory_mb,
+    return {"cpu": math.ceil(limits.cpu_seconds), "cpu_seconds": limits.cpu_seconds,
+            "memory_mb": limits.memory_mb,
             "file_mb": limits.file_size_mb, "procs": limits.max_processes,
             "test_seconds": limits.test_seconds}
 

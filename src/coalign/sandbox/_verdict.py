@@ -25,7 +25,7 @@ def events(capture: Capture) -> dict:
 
     Anything malformed is skipped: the code under test can write to the events pipe too.
     """
-    found: dict = {"tests": {}}
+    found: dict = {"tests": {}, "started": set()}
     for line in bytes(capture.data).splitlines():
         try:
             event = ast.literal_eval(line.decode("utf-8", "replace"))
@@ -33,9 +33,12 @@ def events(capture: Capture) -> dict:
             continue
         if not isinstance(event, dict) or not isinstance(event.get("k"), str):
             continue
-        if event["k"] == "test":
+        if event["k"] in ("test", "start"):
             if isinstance(event.get("i"), int):
-                found["tests"][event["i"]] = event
+                if event["k"] == "test":
+                    found["tests"][event["i"]] = event
+                else:
+                    found["started"].add(event["i"])
         else:
             found[event["k"]] = event
     return found
@@ -56,14 +59,12 @@ def verdict(tests: list[str], found: dict, limits: Limits, isolation: Isolation,
         cpu = _number(ended.get("cpu"), cpu)
     status, detail = _status(found, limits, finished, int(exit_code), cpu)
     outcomes = []
-    running = "loaded" in found and status in _RUNNING_ERROR
     for i, test in enumerate(tests):
         event = found["tests"].get(i)
         if event is not None:
             outcomes.append(_outcome(test, event))
-        elif running:
+        elif i in found["started"] and status in _RUNNING_ERROR:  # running when the run ended
             outcomes.append(TestOutcome(test, False, _RUNNING_ERROR[status], detail))
-            running = False
         else:
             outcomes.append(TestOutcome(test, False, "NotRun", detail or "not reached"))
     return SandboxResult(tuple(outcomes), status, output[0], output[1], round(seconds, 3),
@@ -81,10 +82,11 @@ def _status(found: dict, limits: Limits, finished: bool, exit_code: int,
         return "timeout", f"exceeded the wall time limit of {limits.wall_seconds}s"
     if "syntax" in found:
         return "syntax", clip(str(found["syntax"].get("message", "")), MESSAGE_CHARS)
-    if "done" in found:
-        return "ok", ""
-    if "memory" in found:
-        return "memory", f"ran out of memory (limit {limits.memory_mb} MB)"
+    if "done" in found:  # the supervisor's verdict: the first way a worker died, if one did
+        status = found["done"].get("status")
+        if status not in ("ok", "timeout", "memory", "crashed"):
+            status = "crashed"
+        return status, clip(str(found["done"].get("detail", "")), MESSAGE_CHARS)
     if "jailfail" in found:
         message = clip(str(found["jailfail"].get("message", "")), MESSAGE_CHARS)
         return "crashed", f"could not enter the sandbox: {message}"
