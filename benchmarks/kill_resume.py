@@ -43,11 +43,15 @@ def ledger(run_dir: Path) -> list[dict[str, Any]]:
                 for t, state, rec in store.steps()]
 
 
-def exported(run_dir: Path) -> str:
+def exported(run_dir: Path) -> dict[str, Any]:
+    """The exported system file, less the run dir it names as its source (each trial has its
+    own dir; the step and validation score it came from stay in the comparison)."""
     out = run_dir.parent / f"{run_dir.name}-system.json"
     subprocess.run([*CLI, "export", str(run_dir), "--out", str(out)], check=True,
                    capture_output=True, cwd=ROOT)
-    return out.read_text()
+    system = json.loads(out.read_text())
+    system["source"].pop("run_dir")
+    return system
 
 
 def run_killed(cmd: list[str], after_s: float) -> bool:
