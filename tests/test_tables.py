@@ -163,12 +163,29 @@ def test_untabled_choices_and_texts_stay_at_their_start_on_replay() -> None:
 def test_a_donor_of_another_layout_is_refused_in_one_line(tmp_path: Path) -> None:
     narrow = make_space(n_questions=1, samples=0)
     build(tmp_path / "narrow", narrow)
-    other = wider(narrow, options={"ks": [3, 1], "layout": "inputs_first"})
+    other = wider(narrow, options={**narrow.options, "layout": "instruction_first"})
     other.save(tmp_path / "other")
     with pytest.raises(ConfigError, match=r"--reuse .*narrow: its options .* differs"):
         build_table(tmp_path / "other", reuse=[tmp_path / "narrow"])
     assert not (tmp_path / "other" / "shards").exists() or not any(
         (tmp_path / "other" / "shards").iterdir())
+
+
+def test_a_donor_with_other_candidate_lists_donates_the_requests_both_make(
+        tmp_path: Path) -> None:
+    """A donor whose ``ks`` lists more candidates (the wide HotpotQA table beside the
+    model-choice one) is accepted; its k=3 responses answer this table's k=3 requests."""
+    donor = make_space(n_questions=1, samples=0)  # ks [3, 1]
+    narrow = CandidateSpace(system=donor.system, dataset=donor.dataset,
+                            questions=donor.questions,
+                            params={**donor.params, "retriever.k": (3,)},
+                            options={**donor.options, "ks": [3]}, samples=donor.samples)
+    _, donor_calls = build(tmp_path / "donor", donor)
+    straight, straight_calls = build(tmp_path / "straight", narrow)
+    reused, reused_calls = build(tmp_path / "reused", narrow, reuse=[tmp_path / "donor"])
+    assert reused.reused == straight_calls > 0 and reused_calls == 0
+    assert donor_calls > straight_calls
+    assert entries(tmp_path / "reused", narrow) == entries(tmp_path / "straight", narrow)
 
 
 def test_journal_of_a_killed_build_is_sealed_on_restart(tmp_path: Path) -> None:

@@ -177,15 +177,17 @@ def build_table(directory: Path, *, level: str = "greedy", minutes: float | None
 
 def donor_entries(space: CandidateSpace, reuse: Sequence[Path]) -> list[Mapping[str, Entry]]:
     """The responses of each donor table, refused in one line unless it runs the same system
-    with the same options (the prompt layout among them) on models this table also has (a
-    response is keyed by its model, so a one-model table can donate to a model-choice one).
-    Only tables built with chunk-aligned prefix reuse should donate: an older table's few
-    outputs that differ from a live call would carry over."""
+    with the same request-shaping options (the prompt layout among them) on models this table
+    also has (a response is keyed by its model, so a one-model table can donate to a
+    model-choice one). Candidate lists (``ks``, ``query_sources``) may differ: a response is
+    keyed by its whole request, so a donor with other candidates donates the requests the two
+    share. Only tables built with chunk-aligned prefix reuse should donate: an older table's
+    few outputs that differ from a live call would carry over."""
     out = []
     for path in reuse:
         donor = CandidateSpace.load(Path(path))
         for what, mine, theirs in (("system", space.system, donor.system),
-                                   ("options", _but_models(space), _but_models(donor))):
+                                   ("options", _shaping(space), _shaping(donor))):
             if mine != theirs:
                 raise ConfigError(f"--reuse {path}: its {what} {theirs!r} differs from this "
                                   f"table's {mine!r}")
@@ -197,8 +199,10 @@ def donor_entries(space: CandidateSpace, reuse: Sequence[Path]) -> list[Mapping[
     return out
 
 
-def _but_models(space: CandidateSpace) -> dict[str, Any]:
-    return {k: v for k, v in space.options.items() if k != "models"}
+def _shaping(space: CandidateSpace) -> dict[str, Any]:
+    """The options that shape a request (not lists of candidates, not the models)."""
+    return {k: v for k, v in space.options.items()
+            if k != "models" and not isinstance(v, (list, tuple))}
 
 
 def _question(task: Task, space: CandidateSpace, example: Example,
