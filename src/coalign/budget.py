@@ -49,6 +49,10 @@ class BudgetSpec(BaseModel):
     # equivalent runs for a global TPE search over the finite params on the validation set
     # before stage 1; the loop starts from its best config (``_warm``). 0: none
     warm_start: float = Field(0, ge=0)
+    # local: every step is a local step (Algorithm 1); portfolio: global proposals from a
+    # score model of validation beside the local ones, an arm drawn per step by its record,
+    # the gate that model's expected validation score, local rewards paid lazily (``_portfolio``)
+    proposals: Literal["local", "portfolio"] = "local"
     # rollout sampling temperature, and tau of the exp(r / tau) samplers (choice, weights)
     temperature: float = Field(1.0, gt=0)
     tau: float = Field(1.0, gt=0)

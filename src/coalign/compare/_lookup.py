@@ -161,15 +161,19 @@ class Trajectory:
     trials: list[tuple[float, int, float]] = field(default_factory=list)
     # what the run did beyond its trials (the loop arm: runs spent, steps by outcome)
     stats: dict[str, float] = field(default_factory=dict)
+    # the trials are the method's own answers as it went (the loop's config after each
+    # accepted step): the one returned at a budget is the last, not the best on validation
+    latest: bool = False
 
     def at(self, budget: float, feasible: Callable[[int], bool] | None = None) -> int | None:
         """The config returned at ``budget``: best on validation among those known by then
-        (earliest of ties) and ``feasible`` (within a cost cap); None if none was."""
+        (earliest of ties; with ``latest`` the last) and ``feasible`` (within a cost cap);
+        None if none was."""
         best: tuple[float, int] | None = None
         for cost, config, score in self.trials:
             if feasible is not None and not feasible(config):
                 continue
-            if cost <= budget and (best is None or score > best[0]):
+            if cost <= budget and (best is None or score > best[0] or self.latest):
                 best = (score, config)
         return None if best is None else best[1]
 

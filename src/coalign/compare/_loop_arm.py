@@ -52,7 +52,7 @@ class LoopMethod:
     policy_samples: int | None = None  # for params trained as a policy (see coalign_method)
 
     def __call__(self, lookup: Lookup, split: Split, limit: float, seed: int) -> Trajectory:
-        trajectory = Trajectory("coalign")
+        trajectory = Trajectory("coalign", latest=True)  # the loop's answer: where it stands
 
         def on_step(job: Any, rec: Any, spent: float) -> None:
             _count(trajectory.stats, rec, spent)
@@ -60,21 +60,25 @@ class LoopMethod:
                 trajectory.trials.append((spent, _system_index(job, lookup, split, self.space),
                                           float(rec.val_after)))
 
-        def prepared(job: Any) -> None:  # a warm start's configs, each known when validated
+        def prepared(job: Any) -> None:  # a warm start's best so far, as each was validated
             warm = job.store.get_meta("warm_start") or {}
+            best = float("-inf")
             for trial in warm.get("trials", []):
+                if float(trial["score"]) <= best:
+                    continue
+                best = float(trial["score"])
                 picks = config_indices(trial["config"], self.space)
                 trajectory.trials.append((trial["spent"],
                                           lookup.config([picks[s] for s in lookup.slots]),
-                                          float(trial["score"])))
+                                          best))
+            if not trajectory.trials:  # the start, known once stage 1 is paid for
+                trajectory.trials.append((job.optimizer.account.equivalent_runs(), 0,
+                                          float("-inf")))
 
         sizes = (len(split.train), len(split.val), len(split.test))
-        stage1 = self.drive(sizes, seed, limit, on_step,
-                            before=lambda job: _check_split(job, split, self.questions),
-                            prepared=prepared)
-        # the start config is known once stage 1 is paid for: the trajectory's first trial
-        trajectory.trials.insert(0, (stage1, 0, float("-inf")))
-        trajectory.trials.sort(key=lambda trial: trial[0])
+        self.drive(sizes, seed, limit, on_step,
+                   before=lambda job: _check_split(job, split, self.questions),
+                   prepared=prepared)
         return trajectory
 
     def run_config(self, sizes: Sequence[int], seed: int) -> Any:

@@ -16,7 +16,6 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from coalign.config import SystemConfig
@@ -26,6 +25,7 @@ from coalign.errors import ConfigError, StoreError
 from coalign.optimize._alignment import cross_validated_alignment
 from coalign.optimize._base import BaseLocalOptimizer
 from coalign.optimize._choice import RewardSelector
+from coalign.optimize._global_step import arm, global_step
 from coalign.optimize._kinds import RolloutAsk, kind_of
 from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
 from coalign.optimize._local import local_optimizers
@@ -33,12 +33,14 @@ from coalign.optimize._outcome import (
     REJECTED,
     REJECTED_EARLY,
     Outcome,
+    StepRecord,
     StepState,
     rejections,
     step_state,
     unchanged_inputs,
     window_indices,
 )
+from coalign.optimize._portfolio import Validated, from_ledger
 from coalign.optimize._selectors import FrozenRewards, Policies, policies_of, selectors_json
 from coalign.optimize._settings import LoopSettings
 from coalign.optimize._step import Position, StepEnv, fresh_batch, step, trace_key
@@ -55,21 +57,6 @@ from coalign.trace import Trace
 Progress = Callable[[str, int, int], None]
 
 __all__ = ["REJECTED", "REJECTED_EARLY", "Optimizer", "StepRecord"]  # reasons: ``_outcome``
-
-
-@dataclass
-class StepRecord:
-    step: int
-    component: str
-    param: str
-    accepted: bool
-    val_before: float
-    val_after: float | None
-    value: Any
-    reason: str
-    seconds: float
-    reset: tuple[str, ...] = ()  # sibling params put back at their starting values with it
-    state: StepState | None = None  # the step's outcome (None: a ledger row too old to say)
 
 
 class Optimizer:
@@ -140,10 +127,16 @@ class Optimizer:
         self._start = self._resume()
         if self._start == 0 and self.s.warm_start and self.store.get_meta("warm_start") is None:
             self._warm_start()
-        lazy = self.s.stage1 == "lazy"
-        if self._start == 0 and not lazy and not self.store.get_meta("stage1_done"):
+        if self._start == 0 and not self.lazy and not self.store.get_meta("stage1_done"):
             self._stage1(progress)
         self._validate_current(progress)
+        if self.s.proposals == "portfolio":
+            self._first_validated()
+
+    @property
+    def lazy(self) -> bool:
+        """Stage 1 paid per component before its first local step (the portfolio loop too)."""
+        return self.s.stage1 == "lazy" or self.s.proposals == "portfolio"
 
     def history_so_far(self) -> list[StepRecord]:
         """Steps already in the ledger (from an earlier, interrupted run)."""
@@ -175,10 +168,14 @@ class Optimizer:
     def iteration(self, t: int) -> StepRecord:
         """Run step ``t`` from where the run stands and commit its outcome (with a lazy stage 1,
         first the next component's stage-1 rollouts, if one is left)."""
-        t0 = time.perf_counter()
-        if self.s.stage1 == "lazy":
+        t0, runs = time.perf_counter(), self.account.equivalent_runs()
+        if self.s.proposals == "portfolio":
+            unpaid = any(c not in self.paid for c, _ in self.targets)
+            if arm(t, self._env(), self.at, unpaid) == "global":
+                return self._commit(t, global_step(t, self._env(), self.at), t0, runs)
+        if self.lazy:
             self._pay_next(t)
-        return self._commit(t, step(t, self._env(), self.at), t0)
+        return self._commit(t, step(t, self._env(), self.at), t0, runs)
 
     def _env(self) -> StepEnv:
         return StepEnv(self.task, self.train, self.val, self.s, self.optimizers, self.targets,
@@ -339,6 +336,8 @@ class Optimizer:
             at = dataclasses.replace(at, config=SystemConfig.from_json(self.system,
                                                                        warm["config"]))
             account = account or warm["account"]
+        arms, validated = from_ledger(self.system, steps)  # the portfolio loop's records
+        at = dataclasses.replace(at, arms=arms, validated=validated)
         if account:
             self.account = CostAccount.from_json(account)
         if self._ckpt:
@@ -369,24 +368,44 @@ class Optimizer:
         if progress is not None:
             progress("validating the current config", len(self.val), len(self.val))
 
-    def _commit(self, t: int, out: Outcome, t0: float) -> StepRecord:
+    def _first_validated(self) -> None:
+        """The portfolio's first validated config: the one the run started validating (kept
+        in the store, so a resumed run fits its score model on the same configs)."""
+        first = self.store.get_meta("portfolio_start")
+        if first is None:
+            first = {"config": self.config.to_json(),
+                     "rewards": [self.val_traces[e.id].reward or 0.0 for e in self.val]}
+            self.store.set_meta("portfolio_start", first)
+        start = Validated(SystemConfig.from_json(self.system, first["config"]),
+                          tuple(float(r) for r in first["rewards"]))
+        self.at = dataclasses.replace(self.at, validated=(start, *self.at.validated))
+
+    def _commit(self, t: int, out: Outcome, t0: float, runs: float) -> StepRecord:
         """Apply the step's outcome to the run (an accepted proposal becomes the config and the
         rewards adapt on a fresh batch; a rejected one is remembered), then write its ledger
         row, whole, after everything it names is on disk."""
         p = out.proposal
-        self.at = self.at.after(out, window_indices(t, len(self.train), self.s.search_size))
+        # the step's runs, stage-1 payment included; rounded, so a resumed run's account (read
+        # back from JSON) records the very figure an uninterrupted one did
+        spent = round(self.account.equivalent_runs() - runs, 9)
+        self.at = self.at.after(out, window_indices(t, len(self.train), self.s.search_size),
+                                spent)
         if out.accepted and p is not None:
             for digest in p.policies.values():  # on disk before a ledger row names it
                 self.frozen.save(digest)
             for tr in out.traces.values():
                 self.store.put_trace("val", tr)
-            self.reward.adapt(self._collect(fresh_batch(self._env(), t), "adapt"))
+            # the portfolio loop adapts only the components it has paid stage-1 pairs for
+            paid = list(self.paid) if self.s.proposals == "portfolio" else None
+            if paid is None or paid:
+                self.reward.adapt(self._collect(fresh_batch(self._env(), t), "adapt",
+                                                components=paid))
             self._checkpoint(f"step{t}")
         rec = StepRecord(t, out.component, out.param, out.accepted, out.before, out.after,
                          to_jsonable(out.value), out.why, time.perf_counter() - t0, out.reset,
                          out.state)
         self.store.put_step(t, "accepted" if out.accepted else "rejected", {
-            **out.row(), "seconds": rec.seconds,
+            **out.row(), "seconds": rec.seconds, "spent": spent,
             "config": self.config.to_json(), "policies": sorted(self.policies),
             "selectors": selectors_json(self.policies),
             "lrf_checkpoint": self._ckpt, "account": self.account.to_json(),

@@ -92,6 +92,8 @@ class Outcome:
     variants: Sequence[tuple[tuple[str, ...], float]] = ()  # (reset, local reward), if ranked
     proposal: Proposal | None = None  # validated ones only
     traces: Mapping[str, Trace] = field(default_factory=dict)  # its validation traces
+    # its reward per validation input, in validation order, when validated on all of them
+    val_rewards: tuple[float, ...] = ()
 
     @property
     def accepted(self) -> bool:
@@ -114,9 +116,29 @@ class Outcome:
             "step_state": self.state.value, "format": LEDGER_FORMAT, "reset": list(self.reset),
             "variants": [{"reset": list(r), "local_reward": x} for r, x in self.variants],
             "val_before": self.before, "val_after": self.after, "val_checked": self.checked,
+            # the score model of the portfolio loop is refitted from these on resume
+            **({"val_rewards": list(self.val_rewards),
+                "candidate": self.proposal.config.to_json()}
+               if self.val_rewards and self.proposal is not None and not self.proposal.policies
+               else {}),
             # what the proposal was chosen from, best first: why it proposed what it did
             "candidates": [{"value": to_jsonable(s.value), "local_reward": s.reward}
                            for s in sorted(self.candidates, key=lambda s: -s.reward)[:10]]}
+
+
+@dataclass
+class StepRecord:
+    step: int
+    component: str
+    param: str
+    accepted: bool
+    val_before: float
+    val_after: float | None
+    value: Any
+    reason: str
+    seconds: float
+    reset: tuple[str, ...] = ()  # sibling params put back at their starting values with it
+    state: StepState | None = None  # the step's outcome (None: a ledger row too old to say)
 
 
 _OLD_REASONS = {v: k for k, v in REASONS.items()}  # format 1 wrote these verbatim

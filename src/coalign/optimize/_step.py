@@ -35,6 +35,7 @@ from coalign.optimize._choice import SELECTOR, cost_penalized, option_scores, pe
 from coalign.optimize._coupled import at_start, best_variant, tuned_siblings, variants
 from coalign.optimize._kinds import ParamKind
 from coalign.optimize._outcome import Outcome, Proposal, StepState, Tried, tried
+from coalign.optimize._portfolio import Validated, arm_of, axes_of, better, record
 from coalign.optimize._selectors import FrozenRewards, Policies, policy_suffix
 from coalign.optimize._settings import LoopSettings, window
 from coalign.optimize._text import rollout_winners
@@ -74,29 +75,39 @@ class Position:
     # per slot, the train inputs whose search windows proposed no change since the last
     # accepted step (rule 19)
     unchanged: Mapping[tuple[str, str], frozenset[int]] = dataclasses.field(default_factory=dict)
+    # every config validated on the whole validation set under no selector (the portfolio
+    # loop's score model is fitted on them), and each arm's (accepted steps, runs spent)
+    validated: tuple[Validated, ...] = ()
+    arms: Mapping[str, tuple[int, float]] = dataclasses.field(default_factory=dict)
 
     @property
     def score(self) -> float:
         traces = self.val_traces.values()
         return sum(t.reward or 0.0 for t in traces) / len(traces) if traces else 0.0
 
-    def after(self, out: Outcome, searched: frozenset[int]) -> Position:
+    def after(self, out: Outcome, searched: frozenset[int], spent: float = 0.0) -> Position:
         """Where the run stands once ``out`` is committed: an accepted proposal is the new
         config, and rejections and settled inputs (``searched``: this step's search window)
         no longer say anything under it; a rejection is remembered; a step that proposed
-        no change marks its search inputs as settled for its slot."""
+        no change marks its search inputs as settled for its slot. ``spent``: the step's
+        equivalent runs, on its arm's record."""
         p = out.proposal
+        at = dataclasses.replace(self, arms=record(self.arms, arm_of(out.component, out.param),
+                                                   out.accepted, spent))
+        if p is not None and out.val_rewards and not p.policies:
+            at = dataclasses.replace(at, validated=(*at.validated,
+                                                    Validated(p.config, out.val_rewards)))
         if out.accepted and p is not None:
-            return dataclasses.replace(self, config=p.config, policies=dict(p.policies),
+            return dataclasses.replace(at, config=p.config, policies=dict(p.policies),
                                        val_traces=dict(out.traces), rejected=frozenset(),
                                        unchanged={})
         if out.state.rejected and p is not None:
-            return dataclasses.replace(self, rejected=self.rejected | {out.rejection})
+            return dataclasses.replace(at, rejected=at.rejected | {out.rejection})
         if out.state is StepState.NO_CHANGE:
             key = (out.component, out.param)
-            unchanged = {**self.unchanged, key: self.unchanged.get(key, frozenset()) | searched}
-            return dataclasses.replace(self, unchanged=unchanged)
-        return self
+            unchanged = {**at.unchanged, key: at.unchanged.get(key, frozenset()) | searched}
+            return dataclasses.replace(at, unchanged=unchanged)
+        return at
 
 
 def trace_key(config: SystemConfig, policies: Policies) -> str:
@@ -119,14 +130,29 @@ def step(t: int, env: StepEnv, at: Position) -> Outcome:
     if isinstance(expanded, Outcome):
         return expanded
     proposal, candidates, scored_variants = expanded
+    return judged(env, at, component, param, proposal, candidates, scored_variants)
+
+
+def judged(env: StepEnv, at: Position, component: str, param: str, proposal: Proposal,
+           candidates: Sequence[Scored] = (),
+           scored_variants: Sequence[tuple[tuple[str, ...], float]] = ()) -> Outcome:
+    """The proposal validated (re-run from ``component`` on) and put to the gate: a strictly
+    higher summed validation reward (``Gate``), or with ``proposals: portfolio`` a higher
+    expected validation score under the score model (``_portfolio.better``)."""
     traces = validate(env, at, component, proposal)
     checked = [e for e in env.val if e.id in traces]
     new = [traces[e.id].reward or 0.0 for e in checked]
     old = [at.val_traces[e.id].reward or 0.0 for e in checked]
     complete = len(checked) == len(env.val)
     gate = env.settings.gate
-    accepted = (complete and gate.accept(new, old)
-                and gate.within_cap([traces[e.id].cost_s() for e in checked]))
+    if not complete or not gate.within_cap([traces[e.id].cost_s() for e in checked]):
+        accepted = False
+    elif env.settings.proposals == "portfolio" and not proposal.policies and not at.policies:
+        axes = axes_of(env.task.system, env.targets, env.settings.kinds, {})
+        accepted = better(axes, at.validated, at.config,
+                          Validated(proposal.config, tuple(new)))
+    else:
+        accepted = gate.accept(new, old)
     # stopped early: the full-set estimate is the current score plus the paired difference
     after = (sum(new) / len(checked) if complete
              else at.score + (sum(new) - sum(old)) / len(checked))
@@ -134,7 +160,8 @@ def step(t: int, env: StepEnv, at: Position) -> Outcome:
              else StepState.STOPPED_EARLY)
     return Outcome(component, param, state, at.score, proposal.value, after=after,
                    reset=proposal.reset, checked=len(checked), candidates=candidates,
-                   variants=scored_variants, proposal=proposal, traces=traces)
+                   variants=scored_variants, proposal=proposal, traces=traces,
+                   val_rewards=tuple(new) if complete else ())
 
 
 def draw(env: StepEnv, at: Position, rng: random.Random) -> tuple[str, str] | Outcome:

@@ -1,0 +1,56 @@
+"""The portfolio loop's global step and the draw of each step's arm (``_portfolio``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import numpy as np
+
+from coalign.optimize._outcome import Outcome
+from coalign.optimize._portfolio import (
+    GLOBAL,
+    axes_of,
+    exhausted,
+    exhausted_outcome,
+    global_proposal,
+    pick_arm,
+    propose,
+)
+from coalign.optimize._step import Position, StepEnv, draw, judged
+
+
+def global_step(t: int, env: StepEnv, at: Position) -> Outcome:
+    """Step ``t`` as a global step: the score model's Thompson draw over the finite slots
+    (the other params as now), validated from the first component it changes and gated like
+    a local proposal."""
+    axes = axes_of(env.task.system, env.targets, env.settings.kinds, at.policies)
+    rng = np.random.default_rng([env.settings.seed, t])
+    config = propose(axes, at.validated, at.config, rng)
+    if config is None:
+        return exhausted_outcome(at.score)
+    component, proposal = global_proposal(env.task.system.order, axes, at.config, config,
+                                          at.policies)
+    out = judged(env, at, component, GLOBAL[1], proposal)
+    return dataclasses.replace(out, component=GLOBAL[0])
+
+
+def arm(t: int, env: StepEnv, at: Position, unpaid: bool) -> str:
+    """Step ``t``'s arm: global while configs of the finite slots are left to validate, local
+    while a component has a local reward to draw (or is still to be paid for); between the
+    two, a Thompson draw on their records. The global arm goes first until the score model
+    has more configs than effects (before, it cannot tell a config's own deviation from
+    noise, and a local arm's first step would pay its stage-1 rollouts at the smallest
+    budgets, where a global search is what pays)."""
+    axes = axes_of(env.task.system, env.targets, env.settings.kinds, at.policies)
+    available = []
+    if axes.slots and not exhausted(axes, at.validated, at.config):
+        available.append("global")
+    if unpaid or not isinstance(draw(env, at, random.Random(0)), Outcome):
+        available.append("local")
+    if not available:
+        return "local"  # its step says why nothing is left (settled, no reward)
+    if "global" in available and len(at.validated) <= 1 + sum(n - 1 for n in axes.sizes):
+        return "global"
+    return pick_arm(at.arms, available, np.random.default_rng([env.settings.seed, t, 1]),
+                    prior_runs=float(len(env.val)))
