@@ -66,8 +66,8 @@ def test_thompson_never_proposes_an_excluded_config_and_says_when_none_is_left()
     rng = np.random.default_rng(0)
     for left in range(1, 6):
         exclude = set(sorted(everything)[:-left])
-        assert model.thompson(rng, exclude) in everything - exclude
-    assert model.thompson(rng, everything) is None
+        assert model.thompson(rng, lambda p, ex=exclude: p not in ex) in everything - exclude
+    assert model.thompson(rng, lambda p: False) is None
 
 
 def test_thompson_finds_the_best_region_of_a_space_too_large_to_enumerate():
@@ -79,8 +79,27 @@ def test_thompson_finds_the_best_region_of_a_space_too_large_to_enumerate():
     world = {p: tuple([sum(effects[s][v] for s, v in enumerate(p))] * 5) for p in seen}
     world = {p: tuple(r + 0.01 * i for i, r in enumerate(rs)) for p, rs in world.items()}
     model = fit(sizes, _obs(world, seen))
-    picks = model.thompson(rng, set(seen))
+    picks = model.thompson(rng, lambda p: p not in seen)
     assert picks is not None and sum(v == 5 for v in picks) >= 5
+
+
+def test_under_a_cost_cap_the_global_arm_proposes_only_configs_predicted_within_it():
+    from coalign.component import FunctionComponent
+    from coalign.optimize._portfolio import Validated, admissible, exhausted
+    from coalign.params import Choice
+    from coalign.system import System
+
+    two = FunctionComponent("two", lambda x, c, ctx: {"y": c["a"] + c["b"]}, ["q"], ["y"],
+                            params={"a": Choice([1, 2], 1), "b": Choice([1, 2], 1)})
+    start = System("two", [two], ["q"], "y").default_config()
+    axes = Axes((("two", "a", (1, 2)), ("two", "b", (1, 2))))
+    # a value of 2 costs a second more than a value of 1, on either slot
+    seen = [Validated(axes.config(start, p), (0.5,) * 4, 2.0 + sum(p))
+            for p in [(0, 0), (1, 0), (0, 1)]]
+    assert admissible(axes, seen, start, None)((1, 1))
+    assert not admissible(axes, seen, start, 3.5)((1, 1))  # predicted at 4 s
+    assert not admissible(axes, seen, start, None)((1, 0))  # validated already
+    assert exhausted(axes, seen, start, 3.5) and not exhausted(axes, seen, start, 4.5)
 
 
 def test_the_model_refuses_rewards_on_different_inputs():

@@ -26,7 +26,7 @@ def global_step(t: int, env: StepEnv, at: Position) -> Outcome:
     a local proposal."""
     axes = axes_of(env.task.system, env.targets, env.settings.kinds, at.policies)
     rng = np.random.default_rng([env.settings.seed, t])
-    config = propose(axes, at.validated, at.config, rng)
+    config = propose(axes, at.validated, at.config, rng, env.settings.gate.cost_cap)
     if config is None:
         return exhausted_outcome(at.score)
     component, proposal = global_proposal(env.task.system.order, axes, at.config, config,
@@ -44,7 +44,7 @@ def arm(t: int, env: StepEnv, at: Position, unpaid: bool) -> str:
     budgets, where a global search is what pays)."""
     axes = axes_of(env.task.system, env.targets, env.settings.kinds, at.policies)
     available = []
-    if axes.slots and not exhausted(axes, at.validated, at.config):
+    if axes.slots and not exhausted(axes, at.validated, at.config, env.settings.gate.cost_cap):
         available.append("global")
     if unpaid or not isinstance(draw(env, at, random.Random(0)), Outcome):
         available.append("local")

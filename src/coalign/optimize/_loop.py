@@ -373,11 +373,13 @@ class Optimizer:
         in the store, so a resumed run fits its score model on the same configs)."""
         first = self.store.get_meta("portfolio_start")
         if first is None:
+            traces = [self.val_traces[e.id] for e in self.val]
             first = {"config": self.config.to_json(),
-                     "rewards": [self.val_traces[e.id].reward or 0.0 for e in self.val]}
+                     "rewards": [t.reward or 0.0 for t in traces],
+                     "cost": sum(t.cost_s() for t in traces) / len(traces)}
             self.store.set_meta("portfolio_start", first)
         start = Validated(SystemConfig.from_json(self.system, first["config"]),
-                          tuple(float(r) for r in first["rewards"]))
+                          tuple(float(r) for r in first["rewards"]), float(first["cost"]))
         self.at = dataclasses.replace(self.at, validated=(start, *self.at.validated))
 
     def _commit(self, t: int, out: Outcome, t0: float, runs: float) -> StepRecord:

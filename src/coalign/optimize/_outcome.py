@@ -94,6 +94,7 @@ class Outcome:
     traces: Mapping[str, Trace] = field(default_factory=dict)  # its validation traces
     # its reward per validation input, in validation order, when validated on all of them
     val_rewards: tuple[float, ...] = ()
+    val_cost: float = 0.0  # then its mean model seconds per validation query
 
     @property
     def accepted(self) -> bool:
@@ -117,7 +118,7 @@ class Outcome:
             "variants": [{"reset": list(r), "local_reward": x} for r, x in self.variants],
             "val_before": self.before, "val_after": self.after, "val_checked": self.checked,
             # the score model of the portfolio loop is refitted from these on resume
-            **({"val_rewards": list(self.val_rewards),
+            **({"val_rewards": list(self.val_rewards), "val_cost": self.val_cost,
                 "candidate": self.proposal.config.to_json()}
                if self.val_rewards and self.proposal is not None and not self.proposal.policies
                else {}),

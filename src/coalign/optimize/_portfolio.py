@@ -18,7 +18,8 @@ never proposed again by the global arm.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ import numpy as np
 
 from coalign.config import SystemConfig
 from coalign.optimize._outcome import Outcome, Proposal, StepState
-from coalign.optimize._surrogate import Observation, Picks, Posterior, fit
+from coalign.optimize._surrogate import ENUMERATE, Observation, Picks, Posterior, additive, fit
 
 GLOBAL = ("*", "global")  # a global step's (component, param) in the ledger
 ARMS = ("global", "local")
@@ -38,9 +39,11 @@ class Validated:
 
     config: SystemConfig
     rewards: tuple[float, ...]
+    cost: float = 0.0  # mean model seconds per validation query
 
     def to_json(self) -> dict[str, Any]:
-        return {"config": self.config.to_json(), "rewards": list(self.rewards)}
+        return {"config": self.config.to_json(), "rewards": list(self.rewards),
+                "cost": self.cost}
 
 
 @dataclass(frozen=True)
@@ -104,30 +107,42 @@ def _rewards_of(validated: Sequence[Validated], config: SystemConfig) -> tuple[f
     return next((v.rewards for v in validated if v.config.digest == config.digest), ())
 
 
+def admissible(axes: Axes, validated: Sequence[Validated], current: SystemConfig,
+               cap: float | None) -> Callable[[Picks], bool]:
+    """Which configs the global arm may propose: not validated yet (the other params as now)
+    and, under a cost cap, within it by an additive fit of the validated configs' costs
+    (model seconds add up over components; the gate still refuses one over the cap)."""
+    seen = {v.config.digest for v in validated}
+    cost: Callable[[Picks], float] | None = None
+    if cap is not None:
+        rows = [(p, v.cost) for v in validated if (p := axes.picks(v.config)) is not None]
+        if rows:
+            cost = additive(axes.sizes, [p for p, _ in rows], [c for _, c in rows])
+    return lambda p: (axes.config(current, p).digest not in seen
+                      and (cost is None or cost(p) <= cap + 1e-9))
+
+
 def propose(axes: Axes, validated: Sequence[Validated], current: SystemConfig,
-            rng: np.random.Generator) -> SystemConfig | None:
+            rng: np.random.Generator, cap: float | None = None) -> SystemConfig | None:
     """The global arm's next config: the current one with the finite slots a posterior draw
-    likes best, among configs not validated yet (None: every one was)."""
+    likes best among the ``admissible`` ones (None: none is)."""
     model = posterior(axes, validated)
     if model is None:
         return None
-    seen = {v.config.digest for v in validated}
-    exclude = {p for p in model.all_observed_picks()
-               if axes.config(current, p).digest in seen}
-    picks = model.thompson(rng, exclude)
+    picks = model.thompson(rng, admissible(axes, validated, current, cap))
     return None if picks is None else axes.config(current, picks)
 
 
-def exhausted(axes: Axes, validated: Sequence[Validated], current: SystemConfig) -> bool:
-    """Every config of the axes (other params as now) was validated."""
-    seen = {v.config.digest for v in validated}
-    n = int(np.prod(axes.sizes)) if axes.slots else 0
+def exhausted(axes: Axes, validated: Sequence[Validated], current: SystemConfig,
+              cap: float | None = None) -> bool:
+    """No config of the axes is left to propose (a space too large to enumerate never is)."""
+    n = math.prod(axes.sizes) if axes.slots else 0
     if n == 0:
         return True
-    if n > len(seen):
+    if n > ENUMERATE:
         return False
-    return all(axes.config(current, p).digest in seen
-               for p in itertools.product(*(range(k) for k in axes.sizes)))
+    allowed = admissible(axes, validated, current, cap)
+    return not any(allowed(p) for p in itertools.product(*(range(k) for k in axes.sizes)))
 
 
 def pick_arm(records: Mapping[str, tuple[int, float]], available: Sequence[str],
@@ -163,7 +178,8 @@ def from_ledger(system: Any, steps: Iterable[tuple[int, str, Mapping[str, Any]]]
                       float(row.get("spent", 0.0)))
         if row.get("val_rewards") and row.get("candidate"):
             validated.append(Validated(SystemConfig.from_json(system, row["candidate"]),
-                                       tuple(float(r) for r in row["val_rewards"])))
+                                       tuple(float(r) for r in row["val_rewards"]),
+                                       float(row.get("val_cost", 0.0))))
     return arms, tuple(validated)
 
 

@@ -95,8 +95,8 @@ class Position:
         at = dataclasses.replace(self, arms=record(self.arms, arm_of(out.component, out.param),
                                                    out.accepted, spent))
         if p is not None and out.val_rewards and not p.policies:
-            at = dataclasses.replace(at, validated=(*at.validated,
-                                                    Validated(p.config, out.val_rewards)))
+            at = dataclasses.replace(at, validated=(*at.validated, Validated(
+                p.config, out.val_rewards, out.val_cost)))
         if out.accepted and p is not None:
             return dataclasses.replace(at, config=p.config, policies=dict(p.policies),
                                        val_traces=dict(out.traces), rejected=frozenset(),
@@ -145,12 +145,13 @@ def judged(env: StepEnv, at: Position, component: str, param: str, proposal: Pro
     old = [at.val_traces[e.id].reward or 0.0 for e in checked]
     complete = len(checked) == len(env.val)
     gate = env.settings.gate
-    if not complete or not gate.within_cap([traces[e.id].cost_s() for e in checked]):
+    costs = [traces[e.id].cost_s() for e in checked]
+    if not complete or not gate.within_cap(costs):
         accepted = False
     elif env.settings.proposals == "portfolio" and not proposal.policies and not at.policies:
         axes = axes_of(env.task.system, env.targets, env.settings.kinds, {})
         accepted = better(axes, at.validated, at.config,
-                          Validated(proposal.config, tuple(new)))
+                          Validated(proposal.config, tuple(new), sum(costs) / len(costs)))
     else:
         accepted = gate.accept(new, old)
     # stopped early: the full-set estimate is the current score plus the paired difference
@@ -161,7 +162,8 @@ def judged(env: StepEnv, at: Position, component: str, param: str, proposal: Pro
     return Outcome(component, param, state, at.score, proposal.value, after=after,
                    reset=proposal.reset, checked=len(checked), candidates=candidates,
                    variants=scored_variants, proposal=proposal, traces=traces,
-                   val_rewards=tuple(new) if complete else ())
+                   val_rewards=tuple(new) if complete else (),
+                   val_cost=sum(costs) / len(costs) if complete and costs else 0.0)
 
 
 def draw(env: StepEnv, at: Position, rng: random.Random) -> tuple[str, str] | Outcome:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,12 +80,12 @@ class Posterior:
     def all_observed_picks(self) -> set[Picks]:
         return {p for p, _ in self.observed.values()}
 
-    def thompson(self, rng: np.random.Generator, exclude: Collection[Picks]) -> Picks | None:
-        """A config not in ``exclude`` that is best under one draw from the posterior (the
-        effects drawn jointly, each config's deviation on its own); None when every config
-        is excluded."""
+    def thompson(self, rng: np.random.Generator, allowed: Callable[[Picks], bool]
+                 ) -> Picks | None:
+        """An ``allowed`` config that is best under one draw from the posterior (the effects
+        drawn jointly, each config's deviation on its own); None when none is allowed."""
         beta = rng.multivariate_normal(self.beta, self.cov, method="cholesky")
-        pool = [p for p in _candidates(self.sizes, beta, rng) if p not in exclude]
+        pool = [p for p in _candidates(self.sizes, beta, rng) if allowed(p)]
         if not pool:
             return None
         draws = features(self.sizes, pool) @ beta + rng.normal(0.0, math.sqrt(self.tau2),
@@ -148,6 +148,17 @@ def fit(sizes: Sequence[int], observations: Sequence[Observation], *,
     cov = (cov + cov.T) / 2
     return Posterior(sizes, beta, cov, tau2, noise,
                      {k: (p, m) for k, p, m in zip(keys, picks, means.tolist(), strict=True)})
+
+
+def additive(sizes: Sequence[int], rows: Sequence[Picks], values: Sequence[float], *,
+             ridge: float = 1e-6) -> Callable[[Picks], float]:
+    """A least-squares additive fit of ``values`` (a config's cost per query, say), as a
+    predictor for any config."""
+    sizes = tuple(int(n) for n in sizes)
+    x = features(sizes, rows)
+    beta = np.linalg.solve(x.T @ x + ridge * np.eye(x.shape[1]),
+                           x.T @ np.asarray(values, dtype=float))
+    return lambda picks: float(features(sizes, [picks])[0] @ beta)
 
 
 def _candidates(sizes: tuple[int, ...], beta: np.ndarray,
