@@ -242,3 +242,20 @@ def test_fallback_survives_crashes(monkeypatch: pytest.MonkeyPatch) -> None:
                            limits=FAST)
     assert result.isolation == "rlimits-only"
     assert [o.error for o in result.outcomes] == ["Crashed", None, "Crashed", None]
+
+
+def test_a_grandchild_in_a_session_of_its_own_dies_with_a_hung_run(isolation: str) -> None:
+    """With no per-test limit, a test that double-forks a grandchild into a session of its own
+    (out of the child's process group) and then hangs ends at the wall limit, and neither
+    the hung test nor the grandchild outlives the run: the pid namespace dies with its init."""
+    from tests.test_sandbox import assert_no_strays, hostile_allowed
+
+    if not hostile_allowed(isolation):
+        return
+    code = ("import os, time\ndef escape():\n    if os.fork() == 0:\n        os.setsid()\n"
+            "        if os.fork() == 0:\n            time.sleep(120)\n        os._exit(0)\n")
+    result = run_tests(code, ["escape(); time.sleep(60)", "assert 1"],
+                       limits=Limits(wall_seconds=2, test_seconds=None))
+    assert result.status == "timeout" and "wall" in result.detail
+    assert [o.error for o in result.outcomes] == ["Timeout", "NotRun"]
+    assert_no_strays()
