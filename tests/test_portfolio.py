@@ -99,6 +99,10 @@ def test_under_a_cost_cap_the_global_arm_proposes_only_configs_predicted_within_
     assert admissible(axes, seen, start, None)((1, 1))
     assert not admissible(axes, seen, start, 3.5)((1, 1))  # predicted at 4 s
     assert not admissible(axes, seen, start, None)((1, 0))  # validated already
+    # the current config is never proposed, even when not among the validated ones (a
+    # config accepted under a per-input selector is not)
+    current = axes.config(start, (1, 1))
+    assert not admissible(axes, seen, current, None)((1, 1))
     assert exhausted(axes, seen, start, 3.5) and not exhausted(axes, seen, start, 4.5)
 
 

@@ -109,8 +109,8 @@ def _rewards_of(validated: Sequence[Validated], config: SystemConfig) -> tuple[f
 
 def admissible(axes: Axes, validated: Sequence[Validated], current: SystemConfig,
                cap: float | None) -> Callable[[Picks], bool]:
-    """Which configs the global arm may propose: not validated yet (the other params as now)
-    and, under a cost cap, within it by an additive fit of the validated configs' costs
+    """Which configs the global arm may propose: not validated yet (the other params as now),
+    not the current one, and, under a cost cap, within it by an additive fit of the validated configs' costs
     (model seconds add up over components; the gate still refuses one over the cap)."""
     seen = {v.config.digest for v in validated}
     cost: Callable[[Picks], float] | None = None
@@ -118,6 +118,7 @@ def admissible(axes: Axes, validated: Sequence[Validated], current: SystemConfig
         rows = [(p, v.cost) for v in validated if (p := axes.picks(v.config)) is not None]
         if rows:
             cost = additive(axes.sizes, [p for p, _ in rows], [c for _, c in rows])
+    seen.add(current.digest)  # the current config, validated under a selector or not
     return lambda p: (axes.config(current, p).digest not in seen
                       and (cost is None or cost(p) <= cap + 1e-9))
 
