@@ -5,9 +5,9 @@ a new value with every other slot fixed, validates the whole system on held-out 
 ``run_from`` (only the changed component and what is downstream re-run), and accepts only on a
 strictly higher summed reward. After an accepted step the local rewards are adapted on the pairs
 of a small fresh batch (stage 2); a per-instance selector keeps the frozen reward it was validated
-with (``_selectors``). Every decision is written to the run store's step ledger; the
-reward model is checkpointed per step, so a killed run resumes where its ledger ends and, with
-the response cache, repeats no LLM call.
+with (``_selectors``). With ``proposals: portfolio`` a step may instead be a global one
+(``_portfolio``). Every decision is written to the run store's step ledger; the reward model is
+checkpointed per step, so a killed run resumes where its ledger ends, repeating no LLM call.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from coalign.optimize._outcome import (
     unchanged_inputs,
     window_indices,
 )
-from coalign.optimize._portfolio import Validated, from_ledger
+from coalign.optimize._portfolio import first_validated, from_ledger
 from coalign.optimize._selectors import FrozenRewards, Policies, policies_of, selectors_json
 from coalign.optimize._settings import LoopSettings
 from coalign.optimize._step import Position, StepEnv, fresh_batch, step, trace_key
@@ -369,18 +369,10 @@ class Optimizer:
             progress("validating the current config", len(self.val), len(self.val))
 
     def _first_validated(self) -> None:
-        """The portfolio's first validated config: the one the run started validating (kept
-        in the store, so a resumed run fits its score model on the same configs)."""
-        first = self.store.get_meta("portfolio_start")
-        if first is None:
-            traces = [self.val_traces[e.id] for e in self.val]
-            first = {"config": self.config.to_json(),
-                     "rewards": [t.reward or 0.0 for t in traces],
-                     "cost": sum(t.cost_s() for t in traces) / len(traces)}
-            self.store.set_meta("portfolio_start", first)
-        start = Validated(SystemConfig.from_json(self.system, first["config"]),
-                          tuple(float(r) for r in first["rewards"]), float(first["cost"]))
-        self.at = dataclasses.replace(self.at, validated=(start, *self.at.validated))
+        """The portfolio's first validated config, the one the run started validating."""
+        first = first_validated(self.store, self.system, self.config,
+                                [self.val_traces[e.id] for e in self.val])
+        self.at = dataclasses.replace(self.at, validated=(first, *self.at.validated))
 
     def _commit(self, t: int, out: Outcome, t0: float, runs: float) -> StepRecord:
         """Apply the step's outcome to the run (an accepted proposal becomes the config and the

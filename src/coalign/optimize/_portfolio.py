@@ -110,8 +110,8 @@ def _rewards_of(validated: Sequence[Validated], config: SystemConfig) -> tuple[f
 def admissible(axes: Axes, validated: Sequence[Validated], current: SystemConfig,
                cap: float | None) -> Callable[[Picks], bool]:
     """Which configs the global arm may propose: not validated yet (the other params as now),
-    not the current one, and, under a cost cap, within it by an additive fit of the validated configs' costs
-    (model seconds add up over components; the gate still refuses one over the cap)."""
+    not the current one, and, under a cost cap, within it by an additive fit of the validated
+    configs' costs (model seconds add up over components; the gate still refuses one over)."""
     seen = {v.config.digest for v in validated}
     cost: Callable[[Picks], float] | None = None
     if cap is not None:
@@ -182,6 +182,20 @@ def from_ledger(system: Any, steps: Iterable[tuple[int, str, Mapping[str, Any]]]
                                        tuple(float(r) for r in row["val_rewards"]),
                                        float(row.get("val_cost", 0.0))))
     return arms, tuple(validated)
+
+
+def first_validated(store: Any, system: Any, config: SystemConfig, traces: Sequence[Any]
+                    ) -> Validated:
+    """The config a portfolio run started validating, with its validation ``traces`` (in
+    validation order): kept in the run store the first time, so a resumed run fits its score
+    model on the same configs."""
+    first = store.get_meta("portfolio_start")
+    if first is None:
+        first = {"config": config.to_json(), "rewards": [t.reward or 0.0 for t in traces],
+                 "cost": sum(t.cost_s() for t in traces) / len(traces)}
+        store.set_meta("portfolio_start", first)
+    return Validated(SystemConfig.from_json(system, first["config"]),
+                     tuple(float(r) for r in first["rewards"]), float(first["cost"]))
 
 
 def global_proposal(system_order: Sequence[str], axes: Axes, at_config: SystemConfig,
