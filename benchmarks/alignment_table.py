@@ -169,6 +169,10 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
     config = TrainConfig(use_embedding=use_embedding, head=head)
     lrf = LocalRewardModel(bb, descriptions, config)
     report = lrf.fit(train)
+    # a component whose train pairs were all ties has no head: its held-out pairs are counted
+    # and left out of every ranker's accuracy (the loop does not draw such a component either)
+    headless = sorted({p.component for p in test if not lrf.can_score(p.component)})
+    everything, test = test, [p for p in test if p.component not in headless]
     acc = {"lrf": pairwise_accuracy(lrf, test), "random": pairwise_accuracy(RandomReward(seed),
                                                                            test)}
     if use_embedding:  # the same head on the cheap features alone, side by side
@@ -185,12 +189,14 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
     refs = known_good(system, test_q)
     rows: dict[str, dict] = {}
     for comp in comps:
-        held = [p for p in test if p.component == comp]
+        held = [p for p in everything if p.component == comp]
         decisive = [p for p in held if not p.is_tie]
         row = {"held_out_pairs": len(decisive), "held_out_ties": len(held) - len(decisive),
                "train_pairs": sum(p.component == comp and not p.is_tie for p in train),
                "inputs": len({p.example_id + str(p.meta.get("upstream")) for p in decisive})}
-        if decisive:
+        if comp in headless:
+            row["note"] = "no head: every train pair was a tie"
+        elif decisive:
             for name, res in acc.items():
                 row[f"{name}_acc"] = res.accuracy(comp)
                 row[f"{name}_per_input"] = per_input(res, comp)
@@ -225,8 +231,9 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
           f"{'embed':>6} {'random':>6}   per input: " + ", ".join(acc))
     for comp, r in rows.items():
         if "lrf_acc" not in r:
-            print(f"{comp:<18} {0:>6} {r['held_out_ties']:>6} {r['train_pairs']:>6}  (no "
-                  "decisive held-out pair)")
+            why = r.get("note", "no decisive held-out pair")
+            print(f"{comp:<18} {r['held_out_pairs']:>6} {r['held_out_ties']:>6} "
+                  f"{r['train_pairs']:>6}  ({why})")
             continue
         emb = f"{r['embed_acc']:>6.3f}" if "embed_acc" in r else f"{'-':>6}"
         print(f"{comp:<18} {r['held_out_pairs']:>6} {r['held_out_ties']:>6} "

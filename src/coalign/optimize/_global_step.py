@@ -38,10 +38,13 @@ def global_step(t: int, env: StepEnv, at: Position) -> Outcome:
 def arm(t: int, env: StepEnv, at: Position, unpaid: bool) -> str:
     """Step ``t``'s arm: global while configs of the finite slots are left to validate, local
     while a component has a local reward to draw (or is still to be paid for); between the
-    two, a Thompson draw on their records. The global arm goes first until the score model
-    has more configs than effects (before, it cannot tell a config's own deviation from
-    noise, and a local arm's first step would pay its stage-1 rollouts at the smallest
-    budgets, where a global search is what pays)."""
+    two, a Thompson draw on their records. Where every param has finite values, the global
+    arm goes first until the score model has more configs than effects (before, it cannot
+    tell a config's own deviation from noise, and a local arm's first step would pay its
+    stage-1 rollouts at the smallest budgets, where a global search is what pays); where some
+    param only the local arm can move (weights, open-ended text), both arms draw from the
+    start (on next_item, whose gain is the decider's weights, going global first delayed it
+    by some 500 runs)."""
     axes = axes_of(env.task.system, env.targets, env.settings.kinds, at.policies)
     available = []
     if axes.slots and not exhausted(axes, at.validated, at.config, env.settings.gate.cost_cap):
@@ -50,7 +53,9 @@ def arm(t: int, env: StepEnv, at: Position, unpaid: bool) -> str:
         available.append("local")
     if not available:
         return "local"  # its step says why nothing is left (settled, no reward)
-    if "global" in available and len(at.validated) <= 1 + sum(n - 1 for n in axes.sizes):
+    every = len(axes.slots) == len(env.targets)  # no param only the local arm can move
+    if every and "global" in available and len(at.validated) <= 1 + sum(
+            n - 1 for n in axes.sizes):
         return "global"
     return pick_arm(at.arms, available, np.random.default_rng([env.settings.seed, t, 1]),
                     prior_runs=float(len(env.val)))
