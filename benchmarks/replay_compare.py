@@ -186,19 +186,22 @@ def main() -> None:
                 cost = f"  {result.mean_cost(m, b):6.2f} s/query" if has_models else ""
                 print(f"  {m:<34} {s['mean']:.3f} [{s['lo']:.3f}, {s['hi']:.3f}]{cost}{tag}")
             ranked = sorted(competitors, key=lambda m: -result.summary(m, b)["mean"])
-            d = result.paired(ranked[0], ranked[1], b)
-            out["paired"][str(b)] = {"a": ranked[0], "b": ranked[1], **d}
-            print(f"  {ranked[0]} - {ranked[1]}: {d['mean']:+.3f} [{d['lo']:+.3f}, "
-                  f"{d['hi']:+.3f}] P {d['p_better']:.2f}")
+            if len(ranked) > 1:  # --methods may name one method alone
+                d = result.paired(ranked[0], ranked[1], b)
+                out["paired"][str(b)] = {"a": ranked[0], "b": ranked[1], **d}
+                print(f"  {ranked[0]} - {ranked[1]}: {d['mean']:+.3f} [{d['lo']:+.3f}, "
+                      f"{d['hi']:+.3f}] P {d['p_better']:.2f}")
             # the question: coalign - the best baseline (and the same for the warm arm)
             for arm, suffix in (("coalign", ""), (WARM, "_warm")):
                 if arm not in competitors:
                     continue
-                best = next(m for m in ranked if not m.startswith("coalign"))
-                d = result.paired(arm, best, b)
-                out.setdefault(f"coalign{suffix}_vs_best", {})[str(b)] = {"best": best, **d}
-                print(f"  {arm} - {best} (best baseline): {d['mean']:+.3f} "
-                      f"[{d['lo']:+.3f}, {d['hi']:+.3f}] P {d['p_better']:.2f}")
+                best = next((m for m in ranked if not m.startswith("coalign")), None)
+                if best is not None:
+                    d = result.paired(arm, best, b)
+                    out.setdefault(f"coalign{suffix}_vs_best", {})[str(b)] = {"best": best,
+                                                                               **d}
+                    print(f"  {arm} - {best} (best baseline): {d['mean']:+.3f} "
+                          f"[{d['lo']:+.3f}, {d['hi']:+.3f}] P {d['p_better']:.2f}")
                 d = result.paired(arm, START, b)
                 out.setdefault(f"coalign{suffix}_vs_start", {})[str(b)] = d
                 print(f"  {arm} - start config: {d['mean']:+.3f} "

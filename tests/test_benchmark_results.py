@@ -84,3 +84,25 @@ def test_no_benchmark_edits_sys_path_or_asks_git_itself():
     for path in scripts:
         text = path.read_text()
         assert not re.search(r'sys\.path\.(insert|append)|\["git"|PYTHONPATH=src', text), path.name
+
+
+def _compare_file(path: Path, coalign: list[float], seeds=(0, 1, 2)) -> str:
+    scores = {"coalign": {"250.0": coalign}, "random search": {"250.0": [0.5, 0.5, 0.5]}}
+    path.write_text(json.dumps({"tables": {"t": {"seeds": list(seeds), "split": [2, 3, 5],
+                                                 "scores": scores}}}))
+    return str(path)
+
+
+def test_rows_of_two_result_files_pair_seed_by_seed(tmp_path):
+    from benchmarks.paired_rows import paired
+
+    a = _compare_file(tmp_path / "a.json", [0.7, 0.8, 0.9])
+    b = _compare_file(tmp_path / "b.json", [0.5, 0.6, 0.7])
+    d = paired(a, b)["250.0"]
+    assert d["mean"] == pytest.approx(0.2) and d["lo"] == pytest.approx(0.2)
+    assert paired(a, f"{b}:random search")["250.0"]["mean"] == pytest.approx(0.3)
+    other = _compare_file(tmp_path / "c.json", [0.5, 0.6, 0.7], seeds=(3, 4, 5))
+    with pytest.raises(SystemExit, match="differ in seeds"):
+        paired(a, other)
+    with pytest.raises(SystemExit, match="no row 'tpe'"):
+        paired(f"{a}:tpe", b)

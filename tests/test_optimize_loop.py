@@ -124,7 +124,8 @@ def test_a_lazy_payment_killed_before_its_step_is_paid_again(tmp_path):
     lazy.prepare()
     lazy.iteration(0)
     first = dict(lazy.paid)
-    lazy._pay_next(1)  # the next payment, then the process dies before step 1 is written
+    # the next payment, then the process dies before step 1 is written
+    lazy._pay_next(1, lazy.targets)
     assert len(lazy.paid) == 2
     lazy.store.close()
     resumed = make_optimizer(tmp_path, writer_lm(), stage1="lazy")

@@ -155,6 +155,39 @@ def test_local_steps_take_over_once_every_finite_config_was_validated(tmp_path):
     assert opt.val_score > 1.0  # the writer's concise instruction found as well
 
 
+def test_local_steps_move_what_the_global_arm_cannot_while_it_has_configs_left(tmp_path):
+    import dataclasses
+
+    from coalign.optimize._global_step import local_targets
+    from coalign.optimize._portfolio import Validated
+
+    opt = make_optimizer(tmp_path, writer_lm(), iterations=8, proposals="portfolio")
+    opt.prepare()
+    env, at = opt._env(), opt.at
+    assert sorted(opt.targets) == [("pick", "level"), ("writer", "prompt")]
+    # pick.level is the global arm's; the writer's text only the local arm can move
+    assert local_targets(env, at) == [("writer", "prompt")]
+    seen = tuple(Validated(at.config.with_value("pick", "level", v), (0.0,) * 4)
+                 for v in (1, 2, 3))
+    assert local_targets(env, dataclasses.replace(at, validated=seen[:2])) == [
+        ("writer", "prompt")]
+    # every level validated under the current writer: the local arm may move it too
+    assert local_targets(env, dataclasses.replace(at, validated=seen)) == list(opt.targets)
+
+    opt.run()
+    validated, current = {opt.store.get_meta("portfolio_start")["config"]["pick"]["level"]}, 1
+    for _, _, r in opt.store.steps():
+        if r["component"] == "pick":  # a local step on the slot: only once all were seen
+            assert validated == {1, 2, 3}
+        if r.get("val_rewards"):
+            validated.add(r["candidate"]["pick"]["level"])
+        if r["step_state"] == "accepted" and r["component"] == "writer":
+            validated = {current}  # a new writer prompt: new configs for the global arm
+        if r["step_state"] == "accepted":
+            current = r["candidate"]["pick"]["level"]
+    assert any(r["component"] == "pick" for _, _, r in opt.store.steps())
+
+
 def test_a_portfolio_run_resumed_after_a_kill_decides_as_an_uninterrupted_one(tmp_path):
     def decisions(opt):
         return [(t, r["component"], r["param"], r["step_state"], r["val_after"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -35,7 +36,23 @@ def global_step(t: int, env: StepEnv, at: Position) -> Outcome:
     return dataclasses.replace(out, component=GLOBAL[0])
 
 
-def arm(t: int, env: StepEnv, at: Position, unpaid: bool) -> str:
+def local_targets(env: StepEnv, at: Position) -> list[tuple[str, str]]:
+    """The local arm's slots: while the global arm has configs left to propose, the slots
+    only the local arm can move (weights, open-ended text), if there are any; else every
+    target. Each arm works where it is strong: on next_item, whose gain is the decider's
+    weights, local steps spent on the prompts the global arm was already searching delayed
+    the weights by some 500 runs."""
+    axes = axes_of(env.task.system, env.targets, env.settings.kinds, at.policies)
+    covered = {(c, p) for c, p, _ in axes.slots}
+    only = [t for t in env.targets if t not in covered]
+    if only and axes.slots and not exhausted(axes, at.validated, at.config,
+                                             env.settings.gate.cost_cap):
+        return only
+    return list(env.targets)
+
+
+def arm(t: int, env: StepEnv, at: Position, unpaid: bool,
+        local: Sequence[tuple[str, str]]) -> str:
     """Step ``t``'s arm: global while configs of the finite slots are left to validate, local
     while a component has a local reward to draw (or is still to be paid for); between the
     two, a Thompson draw on their records. Where every param has finite values, the global
@@ -43,13 +60,13 @@ def arm(t: int, env: StepEnv, at: Position, unpaid: bool) -> str:
     tell a config's own deviation from noise, and a local arm's first step would pay its
     stage-1 rollouts at the smallest budgets, where a global search is what pays); where some
     param only the local arm can move (weights, open-ended text), both arms draw from the
-    start (on next_item, whose gain is the decider's weights, going global first delayed it
-    by some 500 runs)."""
+    start. ``local``: the local arm's slots (``local_targets``)."""
     axes = axes_of(env.task.system, env.targets, env.settings.kinds, at.policies)
     available = []
     if axes.slots and not exhausted(axes, at.validated, at.config, env.settings.gate.cost_cap):
         available.append("global")
-    if unpaid or not isinstance(draw(env, at, random.Random(0)), Outcome):
+    local_env = dataclasses.replace(env, targets=list(local))
+    if unpaid or not isinstance(draw(local_env, at, random.Random(0)), Outcome):
         available.append("local")
     if not available:
         return "local"  # its step says why nothing is left (settled, no reward)

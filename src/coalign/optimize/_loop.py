@@ -25,7 +25,7 @@ from coalign.errors import ConfigError, StoreError
 from coalign.optimize._alignment import cross_validated_alignment
 from coalign.optimize._base import BaseLocalOptimizer
 from coalign.optimize._choice import RewardSelector
-from coalign.optimize._global_step import arm, global_step
+from coalign.optimize._global_step import arm, global_step, local_targets
 from coalign.optimize._kinds import RolloutAsk, kind_of
 from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
 from coalign.optimize._local import local_optimizers
@@ -169,13 +169,16 @@ class Optimizer:
         """Run step ``t`` from where the run stands and commit its outcome (with a lazy stage 1,
         first the next component's stage-1 rollouts, if one is left)."""
         t0, runs = time.perf_counter(), self.account.equivalent_runs()
+        env = self._env()
         if self.s.proposals == "portfolio":
-            unpaid = any(c not in self.paid for c, _ in self.targets)
-            if arm(t, self._env(), self.at, unpaid) == "global":
-                return self._commit(t, global_step(t, self._env(), self.at), t0, runs)
+            local = local_targets(env, self.at)
+            unpaid = any(c not in self.paid for c, _ in local)
+            if arm(t, env, self.at, unpaid, local) == "global":
+                return self._commit(t, global_step(t, env, self.at), t0, runs)
+            env = dataclasses.replace(env, targets=local)
         if self.lazy:
-            self._pay_next(t)
-        return self._commit(t, step(t, self._env(), self.at), t0, runs)
+            self._pay_next(t, env.targets)
+        return self._commit(t, step(t, env, self.at), t0, runs)
 
     def _env(self) -> StepEnv:
         return StepEnv(self.task, self.train, self.val, self.s, self.optimizers, self.targets,
@@ -287,15 +290,17 @@ class Optimizer:
     def _stage1_inputs(self) -> list[Example]:
         return self.train[: self.s.stage1_inputs] if self.s.stage1_inputs else self.train
 
-    def _pay_next(self, t: int) -> None:
-        """Lazy stage 1, before step ``t``: the next component (in a seeded order) without
-        stage-1 pairs gets them under the current config, its head is fitted beside the others
-        (from scratch, so a payment made again fits the same head), and its alignment joins
-        the others'. A payment counts once step ``t``'s row is written (or, before any row,
-        once recorded): one killed before it is paid again, from the response cache."""
+    def _pay_next(self, t: int, targets: Sequence[tuple[str, str]]) -> None:
+        """Lazy stage 1, before step ``t``: the next component of ``targets`` (in a seeded
+        order) without stage-1 pairs gets them under the current config, its head is fitted
+        beside the others (from scratch, so a payment made again fits the same head), and its
+        alignment joins the others'. A payment counts once step ``t``'s row is written (or,
+        before any row, once recorded): one killed before it is paid again, from the response
+        cache."""
         order = list(dict.fromkeys(c for c, _ in self.targets))
         random.Random(f"{self.s.seed}:stage1").shuffle(order)
-        todo = [c for c in order if c not in self.paid]
+        mine = {c for c, _ in targets}
+        todo = [c for c in order if c not in self.paid and c in mine]
         if not todo or t in self.paid.values():
             return
         pairs = self._collect(self._stage1_inputs(), "lrf_train", components=todo[:1])

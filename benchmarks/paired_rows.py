@@ -1,0 +1,72 @@
+"""Paired differences between two rows of committed ``replay_compare`` result files.
+
+Two runs of ``benchmarks/replay_compare.py`` on one table with the same seeds and split draw
+the same per-seed splits, so a row of one file (coalign with ``--proposals portfolio``, say)
+pairs seed by seed with a row of another (the local loop, a baseline). Prints, per budget,
+the mean of A - B over seeds with its paired bootstrap interval, and writes them as JSON.
+
+    python -m benchmarks.paired_rows A.json[:METHOD] B.json[:METHOD] [--table NAME] \\
+        [--json OUT.json]
+
+METHOD defaults to ``coalign``; TABLE to the files' only table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from benchmarks._results import add_json_option, write_result
+from coalign.optimize import paired_bootstrap
+
+
+def row(spec: str, table: str | None) -> tuple[str, dict[str, Any], dict[str, list[float]]]:
+    """``FILE[:METHOD]`` -> (table name, its entry, the method's per-budget seed scores)."""
+    path, _, method = spec.partition(":")
+    method = method or "coalign"
+    tables = json.loads(Path(path).read_text())["tables"]
+    name = table or (next(iter(tables)) if len(tables) == 1 else None)
+    if name is None or name not in tables:
+        raise SystemExit(f"{path}: name one of its tables with --table: {sorted(tables)}")
+    entry = tables[name]
+    if method not in entry["scores"]:
+        raise SystemExit(f"{path}: no row {method!r} in table {name}; rows: "
+                         f"{sorted(entry['scores'])}")
+    return name, entry, entry["scores"][method]
+
+
+def paired(a: str, b: str, table: str | None = None) -> dict[str, dict[str, float]]:
+    """Per budget both files hold: A - B over seeds (mean, lo, hi, P(A > B))."""
+    name_a, entry_a, rows_a = row(a, table)
+    name_b, entry_b, rows_b = row(b, table)
+    for key in ("seeds", "split"):
+        if entry_a[key] != entry_b[key]:
+            raise SystemExit(f"{a} and {b} differ in {key}: {entry_a[key]} vs {entry_b[key]}; "
+                             "only runs on the same seeds and split pair")
+    out = {}
+    for budget in sorted(set(rows_a) & set(rows_b), key=float):
+        mean, lo, hi, p = paired_bootstrap(rows_a[budget], rows_b[budget])
+        out[budget] = {"mean": mean, "lo": lo, "hi": hi, "p_better": p}
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("a", help="FILE[:METHOD], the row subtracted from")
+    ap.add_argument("b", help="FILE[:METHOD]")
+    ap.add_argument("--table")
+    add_json_option(ap)
+    args = ap.parse_args(argv)
+    diffs = paired(args.a, args.b, args.table)
+    print(f"{args.a} - {args.b}, paired over seeds [95%]")
+    for budget, d in diffs.items():
+        print(f"  {float(budget):>6g} runs  {d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
+              f"  P {d['p_better']:.2f}")
+    if args.json:
+        write_result(args.json, {"a": args.a, "b": args.b, "paired": diffs})
+
+
+if __name__ == "__main__":
+    main()
