@@ -7,7 +7,7 @@ its paired difference to the default loop, plus what the runs did (equivalent ru
 the loop stopped, validated and accepted steps); writes the JSON.
 
     python -m benchmarks.rule_ablation benchmarks/tables/code_gen [--seeds 20] \
-        [--variants default random-pick ...] \
+        [--variants default random-pick ...] [--proposals local|portfolio] \
         [--json benchmarks/results/replay/ablation-code_gen.json]
 
 Variants (rule numbers of docs/optimize.md's rules table):
@@ -121,6 +121,14 @@ SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": Fals
                                        "stage1-lazy": {"budget": {"stage1": "lazy"}}}
 
 
+def _settings(variant: str, proposals: str | None) -> dict[str, Any] | None:
+    """The variant's run-config settings, with ``budget.proposals`` if one is asked for."""
+    settings = dict(SETTINGS.get(variant, {}))
+    if proposals is not None:
+        settings["budget"] = {**settings.get("budget", {}), "proposals": proposals}
+    return settings or None
+
+
 def _with_patches(method: Method, patches: Sequence[tuple[Any, str, Any]],
                   log: list[Trajectory]) -> Method:
     def run(lookup: Lookup, split: Split, limit: float, seed: int) -> Trajectory:
@@ -139,6 +147,8 @@ def main() -> None:
     ap.add_argument("--budgets", type=float, nargs="+", default=[250, 500, 1000, 2000])
     ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5])
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--proposals", choices=["local", "portfolio"], default=None,
+                    help="every variant's budget.proposals (default: the run config's)")
     add_json_option(ap)
     args = ap.parse_args()
     commit = head_commit()  # the code that ran, not what HEAD is when it ends
@@ -148,7 +158,7 @@ def main() -> None:
     sizes = split_sizes(len(rewards.questions), args.split)
     logs: dict[str, list[Trajectory]] = {v: [] for v in args.variants}
     methods = {v: (_with_patches(coalign_method(args.table, rewards.questions,
-                                                settings=SETTINGS.get(v)),
+                                                settings=_settings(v, args.proposals)),
                                  VARIANTS[v], logs[v]), True) for v in args.variants}
     t0 = time.perf_counter()
     result = compare(lookup, sizes=sizes, seeds=list(range(args.seeds)), budgets=args.budgets,

@@ -86,7 +86,8 @@ def _coupled(tmp: Path, scope: str, answers: dict[str, float]) -> Any:
     train = [Example(f"t{i}", {"q": f"train {i}"}, None) for i in range(6)]
     val = [Example(f"v{i}", {"q": f"val {i}"}, None) for i in range(4)]
     opt = Optimizer(task, train, val, Runtime(lms=lms), RunStore(tmp / "run"), reward,
-                    LoopSettings(iterations=12, search_size=3, fresh_inputs=2, rollout_n=2))
+                    LoopSettings(proposals="local", iterations=12, search_size=3, fresh_inputs=2,
+                                 rollout_n=2))
     opt.config = opt.config.with_value("gen", "prompt", TUNED)  # an earlier accepted prompt
     opt.run()
     return opt
@@ -118,7 +119,8 @@ def _replay(tmp: Path, seed: int) -> Any:
                             "lm": f"replay:{tmp / 'table'}", "seed": seed, "backbone": "hashing",
                             "split": {"train": 4, "val": 4, "test": 4, "seed": seed},
                             "budget": {"iterations": 8, "rollout_n": 0, "search_size": 2,
-                                       "fresh_inputs": 2}}, "replay fingerprint")
+                                       "fresh_inputs": 2, "proposals": "local"}},
+                           "replay fingerprint")
     job = Job.open(cfg, tmp / "run")
     job.optimizer.run()
     return job.optimizer

@@ -42,8 +42,8 @@ def examples(prefix: str, n: int) -> list[Example]:
 
 def selector_loop(run_dir: Path, iterations: int = 1, **settings: object) -> Optimizer:
     reward = LocalRewardModel(HashingBackbone(64), {"chooser": "picks a word"})
-    settings = LoopSettings(**{"iterations": iterations, "search_size": 4, "fresh_inputs": 4,
-                               "rollout_n": 0, "seed": 0, **settings})
+    settings = LoopSettings(**{"proposals": "local", "iterations": iterations, "search_size": 4,
+                               "fresh_inputs": 4, "rollout_n": 0, "seed": 0, **settings})
     return Optimizer(selector_task(), examples("t", 8), examples("v", 6), Runtime(),
                      RunStore(run_dir), reward, settings)
 

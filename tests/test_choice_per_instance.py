@@ -82,8 +82,8 @@ def test_loop_switches_a_per_instance_choice_globally_when_one_model_always_wins
     val = [Example(f"v{i}", {"q": f"val {i}"}, None) for i in range(4)]
     reward = LocalRewardModel(HashingBackbone(64), {"gen": "answers"})
     opt = Optimizer(task, train, val, Runtime(lms=lms), RunStore(tmp_path / "run"), reward,
-                    LoopSettings(iterations=4, search_size=3, fresh_inputs=2, rollout_n=2,
-                                 seed=0))
+                    LoopSettings(proposals="local", iterations=4, search_size=3, fresh_inputs=2,
+                                 rollout_n=2, seed=0))
     history = opt.run()
     model_steps = [r for r in history if r.param == "model"]
     assert model_steps and model_steps[0].value == "strong" and model_steps[0].accepted

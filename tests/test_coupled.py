@@ -87,8 +87,8 @@ def run_model_steps(tmp_path, answers: dict[str, float], wanted: int,
     train = [Example(f"t{i}", {"q": f"train {i}"}, None) for i in range(6)]
     val = [Example(f"v{i}", {"q": f"val {i}"}, None) for i in range(4)]
     opt = Optimizer(task, train, val, Runtime(lms=lms), RunStore(tmp_path / "run"), reward,
-                    LoopSettings(iterations=30, search_size=3, fresh_inputs=2, rollout_n=2,
-                                 tau=tau))
+                    LoopSettings(proposals="local", iterations=30, search_size=3, fresh_inputs=2,
+                                 rollout_n=2, tau=tau))
     opt.config = opt.config.with_value("gen", "prompt", TUNED)  # an earlier accepted prompt
     opt.prepare()
     assert opt.val_score == 0.5
@@ -154,7 +154,7 @@ def expand_model(tmp_path, table, rejected=frozenset(), tuned=True):
     task = Task(system("global"), lambda pred, ex: 0.0, "acc")
     opt = Optimizer(task, [Example("t", {"q": "t"}, None)], [Example("v", {"q": "v"}, None)],
                     Runtime(), RunStore(tmp_path), LocalRewardModel(HashingBackbone(8), {}),
-                    LoopSettings(tau=0.05))
+                    LoopSettings(proposals="local", tau=0.05))
     config = opt.config.with_value("gen", "prompt", TUNED) if tuned else opt.config
     asked = []
 

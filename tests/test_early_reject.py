@@ -44,9 +44,9 @@ def optimizer(tmp_path, iterations):
     val = [Example(f"v{i}", {"q": f"val {i}"}, None) for i in range(8)]
     rt = Runtime(lms={"m": CachedLM(writer_lm(), tmp_path / "cache.sqlite")})
     reward = LocalRewardModel(HashingBackbone(64), {"writer": "writes", "pick": "picks"})
-    settings = LoopSettings(iterations=iterations, search_size=3, fresh_inputs=2, rollout_n=4,
-                            seed=1, components=["pick"], gate=Gate(early_reject=0.9,
-                                                                   early_chunk=4))
+    settings = LoopSettings(proposals="local", iterations=iterations, search_size=3,
+                            fresh_inputs=2, rollout_n=4, seed=1, components=["pick"],
+                            gate=Gate(early_reject=0.9, early_chunk=4))
     return Optimizer(costly_level_task(), train, val, rt, RunStore(tmp_path), reward, settings)
 
 

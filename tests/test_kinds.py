@@ -70,8 +70,8 @@ def dial_task(scope: str = "global") -> Task:
 def dial_loop(tmp_path, kinds=WITH_DIAL, scope: str = "global", iterations: int = 5) -> Optimizer:
     data = [Example(f"{s}{i}", {"q": f"{s} {i}"}, None) for s in "tv" for i in range(4)]
     reward = LocalRewardModel(HashingBackbone(64), {"knob": "sets a level"})
-    settings = LoopSettings(iterations=iterations, search_size=3, fresh_inputs=2, rollout_n=0,
-                            seed=0, kinds=kinds)
+    settings = LoopSettings(proposals="local", iterations=iterations, search_size=3,
+                            fresh_inputs=2, rollout_n=0, seed=0, kinds=kinds)
     return Optimizer(dial_task(scope), data[:4], data[4:], Runtime(), RunStore(tmp_path),
                      reward, settings)
 

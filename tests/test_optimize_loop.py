@@ -56,6 +56,8 @@ def make_optimizer(tmp_path, lm, iterations=6, **settings):
     val = [Example(f"v{i}", {"q": f"val {i}"}, None) for i in range(4)]
     rt = Runtime(lms={"m": CachedLM(lm, tmp_path / "cache.sqlite")})
     reward = LocalRewardModel(HashingBackbone(64), {"writer": "writes", "pick": "picks"})
+    # Algorithm 1's own steps unless a test asks for the portfolio (the run config's default)
+    settings.setdefault("proposals", "local")
     loop = LoopSettings(iterations=iterations, search_size=3, fresh_inputs=2, rollout_n=4,
                         seed=1, **settings)
     return Optimizer(task, train, val, rt, RunStore(tmp_path), reward, loop)
@@ -205,7 +207,8 @@ def test_no_local_reward_at_all_records_a_skipped_step(tmp_path):
     train = [Example(f"t{i}", {"q": f"q{i}"}, None) for i in range(3)]
     reward = LocalRewardModel(HashingBackbone(64), {"writer": "writes"})
     opt = Optimizer(task, train, train, Runtime(lms={"m": FakeLM(lambda r: "same")}),
-                    RunStore(tmp_path), reward, LoopSettings(iterations=2, seed=0))
+                    RunStore(tmp_path), reward,
+                    LoopSettings(proposals="local", iterations=2, seed=0))
     history = opt.run()
     assert [r.accepted for r in history] == [False, False]
     assert all("tie" in r.reason and r.val_after is None for r in history)

@@ -208,7 +208,8 @@ def test_a_portfolio_run_resumed_after_a_kill_decides_as_an_uninterrupted_one(tm
 
 
 def test_proposals_is_a_budget_field_of_the_run_config():
-    assert BudgetSpec().proposals == "local"
+    assert BudgetSpec().proposals == "portfolio"  # the default since the next_item fix
+    assert BudgetSpec(proposals="local").proposals == "local"
     assert BudgetSpec(proposals="portfolio").proposals == "portfolio"
     with pytest.raises(ValueError):
         BudgetSpec(proposals="global")

@@ -145,7 +145,7 @@ def test_loop_uses_the_weights_optimizer_and_the_gate(tmp_path):
                 for i, x in enumerate(rerank_inputs(n, seed=seed))]
 
     reward = RerankLrf(HashingBackbone(64), {"pick": "picks a level"})
-    settings = LoopSettings(iterations=4, search_size=6, fresh_inputs=2, seed=2)
+    settings = LoopSettings(proposals="local", iterations=4, search_size=6, fresh_inputs=2, seed=2)
     opt = Optimizer(rerank_task(), examples("t", 8, 1), examples("v", 6, 3), Runtime(),
                     RunStore(tmp_path), reward, settings)
     assert isinstance(opt.optimizers["weights"], ReinforceWeightsOptimizer)
@@ -168,7 +168,7 @@ def test_stage1_collects_pairs_for_the_reranker_and_fits_its_head(tmp_path):
     reward = LocalRewardModel(HashingBackbone(64), {"reranker": "reorders passages",
                                                      "pick": "picks a level"})
     opt = Optimizer(rerank_task(), train, train[:3], Runtime(), RunStore(tmp_path), reward,
-                    LoopSettings(iterations=0, rollout_n=3, seed=0))
+                    LoopSettings(proposals="local", iterations=0, rollout_n=3, seed=0))
     opt.prepare()
     pairs = opt.store.pairs("reranker")
     assert pairs and all(p.component == "reranker" for p in pairs)

@@ -52,7 +52,7 @@ class BudgetSpec(BaseModel):
     # local: every step is a local step (Algorithm 1); portfolio: global proposals from a
     # score model of validation beside the local ones, an arm drawn per step by its record,
     # the gate that model's expected validation score, local rewards paid lazily (``_portfolio``)
-    proposals: Literal["local", "portfolio"] = "local"
+    proposals: Literal["local", "portfolio"] = "portfolio"
     # rollout sampling temperature, and tau of the exp(r / tau) samplers (choice, weights)
     temperature: float = Field(1.0, gt=0)
     tau: float = Field(1.0, gt=0)

@@ -110,7 +110,7 @@ def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
                 bars.steps(rec.step + 1, cfg.budget.iterations, opt.account.equivalent_runs(),
                            opt.val_score)
 
-            opt.run(on_step=on_step)
+            opt.run(on_step=on_step, progress=bars.phase)
         with console.status("evaluating on the test split"):
             before, after = job.evaluate_test()
         summary(job, before, after)

@@ -107,7 +107,7 @@ def optimize(program: Any, trainset: Sequence[Any], metric: Callable[..., Any], 
             opt = Optimizer(task, train, val, runtime, store, reward, settings)
             opt.prepare(progress=progress)
             _check_runs(opt, system)
-            opt.run(_steps(on_step, progress, spec.iterations))
+            opt.run(_steps(on_step, progress, spec.iterations), progress=progress)
             steps = opt.history_so_far()
             # the first step was taken from the starting values (a resumed run starts later)
             before = steps[0].val_before if steps else opt.val_score

@@ -146,18 +146,20 @@ class Optimizer:
                 for t, st, r in self.store.steps()]
 
     def run(self, on_step: Callable[[StepRecord], None] | None = None, *,
-            budget: float | None = None) -> list[StepRecord]:
+            budget: float | None = None, progress: Progress | None = None) -> list[StepRecord]:
         """Steps until ``iterations``, a settled loop, or (``budget``) once the run has spent
         that many equivalent full-system runs, checked before each step (so a run stopped
-        there, or killed after its last step, resumes where it stood and adds nothing)."""
-        self.prepare()
+        there, or killed after its last step, resumes where it stood and adds nothing).
+        ``progress`` hears the inputs of the long phases, as in ``prepare`` (a lazy stage 1's
+        rollouts come within a step)."""
+        self.prepare(progress)
         steps = self.store.steps()
         if steps and step_state(*steps[-1]) is StepState.SETTLED:
             return self.history  # resumed after it settled: a further step would repeat it
         for t in range(self._start or 0, self.s.iterations):
             if budget is not None and self.account.equivalent_runs() >= budget:
                 break
-            record = self.iteration(t)
+            record = self.iteration(t, progress)
             self.history.append(record)
             if on_step is not None:
                 on_step(record)
@@ -165,7 +167,7 @@ class Optimizer:
                 break  # a fixed point: nothing left to draw until the config changes
         return self.history
 
-    def iteration(self, t: int) -> StepRecord:
+    def iteration(self, t: int, progress: Progress | None = None) -> StepRecord:
         """Run step ``t`` from where the run stands and commit its outcome (with a lazy stage 1,
         first the next component's stage-1 rollouts, if one is left)."""
         t0, runs = time.perf_counter(), self.account.equivalent_runs()
@@ -177,7 +179,7 @@ class Optimizer:
                 return self._commit(t, global_step(t, env, self.at), t0, runs)
             env = dataclasses.replace(env, targets=local)
         if self.lazy:
-            self._pay_next(t, env.targets)
+            self._pay_next(t, env.targets, progress)
         return self._commit(t, step(t, env, self.at), t0, runs)
 
     def _env(self) -> StepEnv:
@@ -290,7 +292,8 @@ class Optimizer:
     def _stage1_inputs(self) -> list[Example]:
         return self.train[: self.s.stage1_inputs] if self.s.stage1_inputs else self.train
 
-    def _pay_next(self, t: int, targets: Sequence[tuple[str, str]]) -> None:
+    def _pay_next(self, t: int, targets: Sequence[tuple[str, str]],
+                  progress: Progress | None = None) -> None:
         """Lazy stage 1, before step ``t``: the next component of ``targets`` (in a seeded
         order) without stage-1 pairs gets them under the current config, its head is fitted
         beside the others (from scratch, so a payment made again fits the same head), and its
@@ -303,7 +306,8 @@ class Optimizer:
         todo = [c for c in order if c not in self.paid and c in mine]
         if not todo or t in self.paid.values():
             return
-        pairs = self._collect(self._stage1_inputs(), "lrf_train", components=todo[:1])
+        pairs = self._collect(self._stage1_inputs(), "lrf_train", progress,
+                              components=todo[:1])
         alignment = {**(self.store.get_meta("lrf_alignment") or {}),
                      **cross_validated_alignment(self.reward, pairs)}
         tied = set(self.store.get_meta("stage1_tied") or [])
