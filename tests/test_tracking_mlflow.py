@@ -361,3 +361,31 @@ def test_prompts_without_a_registry_become_run_tags(tracking, monkeypatch):
     assert tags["coalign.prompts"] == ("not in a prompt registry: Prompt registry is not "
                                        "supported by this store.")
     assert LINKED_PROMPTS not in tags
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--mlflow", "sqlite:///later.db"], "sqlite:///later.db"),  # tracking added on resume
+    (["--mlflow"], "DEFAULT"),
+    ([], "sqlite:///first.db"),  # the URI the run was started with
+])
+def test_resume_takes_an_mlflow_uri_too(args, expected, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from coalign.cli import _optimize, app
+    from coalign.job import parse_run_config
+    from coalign.store import RunStore
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    cfg = parse_run_config({"budget": {"iterations": 1},
+                            "tracking": {"mlflow": "sqlite:///first.db"}}, "test")
+    with RunStore(tmp_path / "run") as store:
+        store.set_meta("run_config", cfg.redacted().model_dump())
+    seen = []
+    monkeypatch.setattr(_optimize, "run_job", lambda cfg, *a, **k: seen.append((cfg, k)))
+    result = CliRunner().invoke(app, ["resume", "run", *args])
+    assert result.exit_code == 0, result.output
+    default = f"sqlite:///{tmp_path.resolve() / 'mlflow.db'}"
+    assert seen[0][0].tracking.mlflow == (default if expected == "DEFAULT" else expected)
+    assert seen[0][1] == {"stored": True}
+    assert seen[0][0].digest == cfg.digest  # tracking is outside the digest: same run

@@ -202,28 +202,38 @@ def optimize_cmd(config: Path = typer.Argument(..., help="run config (YAML or JS
     from coalign.job import load_run_config
 
     notes: list[str] = []
-    cfg = with_lm(load_run_config(config), lm, config, notes)
-    uri = mlflow or cfg.tracking.mlflow
-    if uri == MLFLOW_DEFAULT:  # resolved now: `coalign resume` from elsewhere finds it
-        from coalign.tracking import default_tracking_uri
-
-        uri = default_tracking_uri()
-    if uri != cfg.tracking.mlflow:  # stored with the run config: `resume` keeps tracking to it
-        cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(
-            update={"mlflow": uri})})
+    cfg = with_mlflow(with_lm(load_run_config(config), lm, config, notes), mlflow)
     run_job(cfg, run_dir, timeout, retries, concurrency, ray, notes=notes)
 
 
-@app.command("resume")
+@app.command("resume", cls=_MlflowFlagCommand)
 def resume_cmd(
     run_dir: Path = typer.Argument(..., help="run directory of coalign optimize"),
     timeout: float = TIMEOUT, retries: int = RETRIES, concurrency: int = CONCURRENCY,
+    mlflow: str | None = typer.Option(
+        None, help="MLflow tracking URI for the rest of the run, as with `optimize --mlflow` "
+        "(default: the one the run was started with, if any); kept for later resumes"),
     ray: str | None = RAY,
 ) -> None:
     """Continue a killed optimization: no accepted step lost, no LLM call repeated."""
     from coalign.job import resume_config
 
-    run_job(resume_config(run_dir), run_dir, timeout, retries, concurrency, ray, stored=True)
+    run_job(with_mlflow(resume_config(run_dir), mlflow), run_dir, timeout, retries,
+            concurrency, ray, stored=True)
+
+
+def with_mlflow(cfg: RunConfig, mlflow: str | None) -> RunConfig:
+    """``cfg`` tracking to ``--mlflow`` (if given; ``default`` resolved now, so a later
+    `coalign resume` from another folder finds the same store). Tracking is outside the
+    config's digest, and the run dir stores it with the run config: resumes keep it."""
+    uri = mlflow or cfg.tracking.mlflow
+    if uri == MLFLOW_DEFAULT:
+        from coalign.tracking import default_tracking_uri
+
+        uri = default_tracking_uri()
+    if uri == cfg.tracking.mlflow:
+        return cfg
+    return cfg.model_copy(update={"tracking": cfg.tracking.model_copy(update={"mlflow": uri})})
 
 
 def with_lm(cfg: RunConfig, lm: str | None, where: Path, notes: list[str]) -> RunConfig:
