@@ -1,10 +1,11 @@
 """code_gen on the sanitized MBPP test split with each bundled model, side by side (live).
 
 Each model runs the system ``coalign evaluate code_gen --data mbpp --model MODEL`` runs (the
-same task, prompts and sandbox), problem by problem. Every finished problem is appended to
-``benchmarks/results/mbpp_models/MODEL.jsonl`` (pass, cost in model seconds, LLM calls) and
-flushed, so the run can stop at any moment (``--minutes``, a kill) and a later one, in this
-session or another, goes on where the committed lines end. The summary compares the models on
+same task, prompts and sandbox), problem by problem, every model on a problem before the
+next. Every finished problem is appended to ``benchmarks/results/mbpp_models/MODEL.jsonl``
+(pass, cost in model seconds, LLM calls) and flushed, so the run can stop at any moment
+(``--minutes``, a kill) and a later one, in this session or another, goes on where the
+committed lines end. The summary compares the models on
 the problems both have finished: pass@1 each, the paired difference with its bootstrap
 interval, and the cost per query.
 
@@ -44,27 +45,37 @@ def finished(model: str) -> dict[str, dict]:
     return rows
 
 
-def extend(model: str, deadline: float, cache: Path) -> int:
-    """Evaluate ``model`` on the test problems it has not finished, until ``deadline``."""
-    done = finished(model)
-    todo = [e for e in load_mbpp(split="test") if e.id not in done]
-    if not todo:
-        return 0
-    task = code_gen(model)
-    runtime, _ = build_runtime([model], cache, max_workers=1)
-    config = task.system.default_config()
+def extend(models: list[str], deadline: float, cache: Path) -> dict[str, int]:
+    """Evaluate each model on the test problems it has not finished, problem by problem and
+    model by model within a problem (so a stop leaves the models on common problems), until
+    ``deadline``; returns how many problems each added."""
+    done = {m: finished(m) for m in models}
+    problems = load_mbpp(split="test")
+    added = {m: 0 for m in models}
+    if all(e.id in done[m] for e in problems for m in models):
+        return added
+    tasks = {m: code_gen(m) for m in models}
+    runtime, _ = build_runtime(list(models), cache, max_workers=1)
     PER_PROBLEM.mkdir(parents=True, exist_ok=True)
-    added = 0
-    with open(PER_PROBLEM / f"{model}.jsonl", "a") as out:
-        for example in todo:
-            if time.monotonic() > deadline:
-                break
-            trace = evaluate(task, [example], config, runtime).traces[0]
-            out.write(json.dumps({"id": example.id, "pass": trace.reward,
-                                  "cost_s": round(trace.cost_s(), 3),
-                                  "calls": trace.usage().calls}) + "\n")
-            out.flush()
-            added += 1
+    outs = {m: open(PER_PROBLEM / f"{m}.jsonl", "a") for m in models}  # noqa: SIM115
+    try:
+        for example in problems:
+            for m in models:
+                if example.id in done[m]:
+                    continue
+                if time.monotonic() > deadline:
+                    return added
+                task = tasks[m]
+                trace = evaluate(task, [example], task.system.default_config(),
+                                 runtime).traces[0]
+                outs[m].write(json.dumps({"id": example.id, "pass": trace.reward,
+                                          "cost_s": round(trace.cost_s(), 3),
+                                          "calls": trace.usage().calls}) + "\n")
+                outs[m].flush()
+                added[m] += 1
+    finally:
+        for out in outs.values():
+            out.close()
     return added
 
 
@@ -98,8 +109,8 @@ def main() -> None:
     add_json_option(ap)
     args = ap.parse_args()
     deadline = time.monotonic() + (args.minutes * 60 if args.minutes else float("inf"))
-    for model in args.models:
-        print(f"{model}: {extend(model, deadline, args.cache)} problems added")
+    for model, n in extend(args.models, deadline, args.cache).items():
+        print(f"{model}: {n} problems added")
     result = summary(args.models)
     for m, s in result["models"].items():
         rate = "-" if s["pass_at_1"] is None else f"{s['pass_at_1']:.3f}"
