@@ -11,7 +11,7 @@ from coalign.errors import ConfigError
 from coalign.job import Job, parse_run_config
 from coalign.optimize import BaseLocalOptimizer, LoopSettings, Optimizer, Scored
 from coalign.optimize._baselines import grid_search, random_search
-from coalign.optimize._kinds import KINDS, ParamKind
+from coalign.optimize._kinds import KINDS, ParamKind, rollout_specs
 from coalign.optimize._local import local_optimizers, optimizer_names
 from coalign.params import Param
 from coalign.rewards import HashingBackbone, LocalRewardModel
@@ -185,7 +185,8 @@ def test_policy_samples_reach_only_kinds_trained_as_a_policy(tmp_path, policy_sa
                      rollouts=sampled, network=network)
     opt = dial_loop(tmp_path, kinds={**KINDS, "dial": kind})
     opt.s.policy_samples = policy_samples  # rollout_n stays 0: LLM samples off (replay)
-    assert [sp.n for sp in opt._specs("knob")] == ([n] if n else [])
+    specs = rollout_specs(opt.system, opt.config, "knob", opt.optimizers, opt.s)
+    assert [sp.n for sp in specs] == ([n] if n else [])
 
 
 def test_policy_samples_is_a_budget_field_refusing_one_sample():

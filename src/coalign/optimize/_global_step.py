@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Sequence
+from collections.abc import Collection
 
 import numpy as np
 
 from coalign.optimize._outcome import Outcome
 from coalign.optimize._portfolio import (
     GLOBAL,
+    Axes,
     axes_of,
     exhausted,
     exhausted_outcome,
@@ -36,23 +37,28 @@ def global_step(t: int, env: StepEnv, at: Position) -> Outcome:
     return dataclasses.replace(out, component=GLOBAL[0])
 
 
-def local_targets(env: StepEnv, at: Position) -> list[tuple[str, str]]:
+def local_targets(env: StepEnv, at: Position,
+                  open_: tuple[Axes, bool] | None = None) -> list[tuple[str, str]]:
     """The local arm's slots: while the global arm has configs left to propose, the slots
     only the local arm can move (weights, open-ended text), if there are any; else every
     target. Each arm works where it is strong: on next_item, whose gain is the decider's
     weights, local steps spent on the prompts the global arm was already searching delayed
-    the weights by some 500 runs."""
-    axes = axes_of(env.task.system, env.targets, env.settings.kinds, at.policies)
+    the weights by some 500 runs. ``open_``: ``global_open``'s answer, if already known."""
+    axes, left = open_ or global_open(env, at)
     covered = {(c, p) for c, p, _ in axes.slots}
     only = [t for t in env.targets if t not in covered]
-    if only and axes.slots and not exhausted(axes, at.validated, at.config,
-                                             env.settings.gate.cost_cap):
-        return only
-    return list(env.targets)
+    return only if only and left else list(env.targets)
 
 
-def arm(t: int, env: StepEnv, at: Position, unpaid: bool,
-        local: Sequence[tuple[str, str]]) -> str:
+def global_open(env: StepEnv, at: Position) -> tuple[Axes, bool]:
+    """The finite slots, and whether the global arm has a config of them left to propose."""
+    axes = axes_of(env.task.system, env.targets, env.settings.kinds, at.policies)
+    return axes, bool(axes.slots) and not exhausted(axes, at.validated, at.config,
+                                                     env.settings.gate.cost_cap)
+
+
+def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]
+        ) -> tuple[str, list[tuple[str, str]]]:
     """Step ``t``'s arm: global while configs of the finite slots are left to validate, local
     while a component has a local reward to draw (or is still to be paid for); between the
     two, a Thompson draw on their records. Where every param has finite values, the global
@@ -60,19 +66,19 @@ def arm(t: int, env: StepEnv, at: Position, unpaid: bool,
     tell a config's own deviation from noise, and a local arm's first step would pay its
     stage-1 rollouts at the smallest budgets, where a global search is what pays); where some
     param only the local arm can move (weights, open-ended text), both arms draw from the
-    start. ``local``: the local arm's slots (``local_targets``)."""
-    axes = axes_of(env.task.system, env.targets, env.settings.kinds, at.policies)
-    available = []
-    if axes.slots and not exhausted(axes, at.validated, at.config, env.settings.gate.cost_cap):
-        available.append("global")
-    local_env = dataclasses.replace(env, targets=list(local))
+    start. Returns the arm and the local arm's slots (``local_targets``); ``paid``: the
+    components whose stage-1 rollouts are paid."""
+    axes, left = global_open(env, at)
+    local = local_targets(env, at, (axes, left))
+    available = ["global"] if left else []
+    unpaid = any(c not in paid for c, _ in local)
+    local_env = dataclasses.replace(env, targets=local)
     if unpaid or not isinstance(draw(local_env, at, random.Random(0)), Outcome):
         available.append("local")
     if not available:
-        return "local"  # its step says why nothing is left (settled, no reward)
+        return "local", local  # its step says why nothing is left (settled, no reward)
     every = len(axes.slots) == len(env.targets)  # no param only the local arm can move
-    if every and "global" in available and len(at.validated) <= 1 + sum(
-            n - 1 for n in axes.sizes):
-        return "global"
+    if every and left and len(at.validated) <= 1 + sum(n - 1 for n in axes.sizes):
+        return "global", local
     return pick_arm(at.arms, available, np.random.default_rng([env.settings.seed, t, 1]),
-                    prior_runs=float(len(env.val)))
+                    prior_runs=float(len(env.val))), local

@@ -10,6 +10,7 @@ a param whose kind has no entry is refused when the loop or a baseline is built.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -170,3 +171,27 @@ def optimizer_problem(kinds: Mapping[str, ParamKind], chosen: Mapping[str, str])
             return (f"{kind}: unknown optimizer {name!r}; use one of "
                     f"{sorted(kinds[kind].optimizers)}")
     return None
+
+
+def rollout_specs(system: Any, config: Any, component: str,
+                  optimizers: Mapping[str, BaseLocalOptimizer], settings: Any
+                  ) -> list[RolloutSpec]:
+    """Each param's rollout specs under ``config``, as its kind's entry says; ``settings``:
+    the loop's (``LoopSettings``: kinds, rollout_n, policy_samples, temperature,
+    text_alternatives, completions, seed)."""
+    s = settings
+    specs = []
+    for name, param in system.component(component).params.items():
+        current = config[component][name]
+        optimizer = optimizers.get(param.kind)
+        rng = random.Random(f"{s.seed}:alternatives:{component}.{name}")
+
+        def nearby(k: int, current: Any = current, optimizer: Any = optimizer,
+                   rng: random.Random = rng) -> tuple[Any, ...]:
+            return optimizer.alternatives(current, rng, k) if optimizer else ()
+
+        kind = s.kinds[param.kind]
+        n = s.policy_samples if kind.network and s.policy_samples is not None else s.rollout_n
+        specs += kind.rollouts(RolloutAsk(name, param, current, n, s.temperature,
+                                          s.text_alternatives, nearby))
+    return [dataclasses.replace(sp, m=s.completions) for sp in specs]

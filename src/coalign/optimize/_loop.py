@@ -16,7 +16,6 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
@@ -25,8 +24,8 @@ from coalign.errors import ConfigError, StoreError
 from coalign.optimize._alignment import cross_validated_alignment
 from coalign.optimize._base import BaseLocalOptimizer
 from coalign.optimize._choice import RewardSelector
-from coalign.optimize._global_step import arm, global_step, local_targets
-from coalign.optimize._kinds import RolloutAsk, kind_of
+from coalign.optimize._global_step import arm, global_step
+from coalign.optimize._kinds import kind_of, rollout_specs
 from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
 from coalign.optimize._local import local_optimizers
 from coalign.optimize._outcome import (
@@ -47,7 +46,7 @@ from coalign.optimize._step import Position, StepEnv, fresh_batch, step, trace_k
 from coalign.optimize._warm import warm_start
 from coalign.pairs import to_jsonable
 from coalign.rewards import LocalRewardModel, load_reward_model, save_reward_model
-from coalign.rollouts import RolloutSpec, collect_pairs
+from coalign.rollouts import collect_pairs
 from coalign.runtime import Runtime
 from coalign.store import RunStore
 from coalign.task import Task
@@ -173,9 +172,8 @@ class Optimizer:
         t0, runs = time.perf_counter(), self.account.equivalent_runs()
         env = self._env()
         if self.s.proposals == "portfolio":
-            local = local_targets(env, self.at)
-            unpaid = any(c not in self.paid for c, _ in local)
-            if arm(t, env, self.at, unpaid, local) == "global":
+            chosen, local = arm(t, env, self.at, self.paid)
+            if chosen == "global":
                 return self._commit(t, global_step(t, env, self.at), t0, runs)
             env = dataclasses.replace(env, targets=local)
         if self.lazy:
@@ -206,26 +204,6 @@ class Optimizer:
                           for key, digest in policies.items()})
         return dataclasses.replace(self.runtime, selectors=selectors)
 
-    def _specs(self, component: str) -> list[RolloutSpec]:
-        """Each param's rollout specs, as its kind's entry says (``_kinds``)."""
-        specs = []
-        for name, param in self.system.component(component).params.items():
-            current = self.config[component][name]
-            optimizer = self.optimizers.get(param.kind)
-            rng = random.Random(f"{self.s.seed}:alternatives:{component}.{name}")
-
-            def nearby(k: int, current: Any = current, optimizer: Any = optimizer,
-                       rng: random.Random = rng) -> tuple[Any, ...]:
-                return optimizer.alternatives(current, rng, k) if optimizer else ()
-
-            kind = self.s.kinds[param.kind]
-            n = self.s.rollout_n
-            if kind.network and self.s.policy_samples is not None:
-                n = self.s.policy_samples
-            specs += kind.rollouts(RolloutAsk(name, param, current, n, self.s.temperature,
-                                              self.s.text_alternatives, nearby))
-        return [dataclasses.replace(sp, m=self.s.completions) for sp in specs]
-
     def _collect(self, examples: Sequence[Example], tag: str,
                  progress: Progress | None = None,
                  components: Sequence[str] | None = None) -> list:
@@ -235,7 +213,8 @@ class Optimizer:
         self.account.add_traces(tag, base.values())
         pairs = []
         names = components or dict.fromkeys(c for c, _ in self.targets)
-        specs = {c: self._specs(c) for c in names}
+        specs = {c: rollout_specs(self.system, self.config, c, self.optimizers, self.s)
+                 for c in names}
         specs = {c: sp for c, sp in specs.items() if sp}
         done, total = 0, len(examples) * len(specs)
 
