@@ -37,8 +37,12 @@ def git(*args: str) -> str | None:
 
 
 def head_commit() -> str | None:
-    """The checked-out commit (uncommitted changes are not shown)."""
-    return git("rev-parse", "HEAD")
+    """The checked-out commit, with ``+dirty`` when the code (``src/``, the benchmark scripts)
+    has uncommitted changes: a figure from such a run is not reproduced by the commit alone."""
+    head = git("rev-parse", "HEAD")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", "src",
+                  "benchmarks/*.py")
+    return f"{head}+dirty" if head and changed else head
 
 
 def command() -> str:

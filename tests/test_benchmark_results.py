@@ -34,7 +34,7 @@ def test_a_result_file_holds_the_result_and_its_command_commit_and_machine(tmp_p
                                   "'out dir/v.json'")  # quoted: it can be pasted back
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                           text=True).stdout.strip()
-    assert on_disk["commit"] == (head or None)
+    assert on_disk["commit"] == head_commit() and on_disk["commit"].split("+")[0] == head
     machine = on_disk["machine"]
     assert set(machine) == {"cpu_count", "load_avg_1m", "python", "platform"}
     assert machine["cpu_count"] >= 1 and machine["python"].startswith("3.")
@@ -69,6 +69,30 @@ def test_outside_a_checkout_the_commit_is_none(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     assert head_commit() is None
     assert write_result(tmp_path / "r.json", {})["commit"] is None
+
+
+def test_the_commit_says_dirty_when_the_code_has_uncommitted_changes(tmp_path, monkeypatch):
+    def run(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    for folder in ("src", "benchmarks/results"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "src" / "a.py").write_text("x = 1\n")
+    (tmp_path / "benchmarks" / "b.py").write_text("y = 1\n")
+    (tmp_path / "benchmarks" / "results" / "r.json").write_text("{}\n")
+    run("init", "-q")
+    run("add", ".")
+    run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    monkeypatch.setattr(_results, "ROOT", tmp_path)
+    head = _results.git("rev-parse", "HEAD")
+    (tmp_path / "benchmarks" / "results" / "r.json").write_text("{\"a\": 1}\n")
+    (tmp_path / "notes.txt").write_text("untracked\n")
+    assert head_commit() == head  # a result being written or a stray file is not the code
+    (tmp_path / "benchmarks" / "b.py").write_text("y = 2\n")
+    assert head_commit() == f"{head}+dirty"
+    run("checkout", "--", "benchmarks/b.py")
+    (tmp_path / "src" / "a.py").write_text("x = 2\n")
+    assert head_commit() == f"{head}+dirty"
 
 
 def test_the_json_option_gives_a_path_or_none():

@@ -106,3 +106,23 @@ def test_the_reviser_may_be_kept_from_seeing_the_failed_code():
 def test_a_repeated_example_test_runs_once():
     trace, _ = run(script(BAD, "assert add(1, 2) == 3\nassert add(0, 0) == 0", GOOD))
     assert trace.state["feedback"].startswith("1/2 tests passed.")  # not 3 tests
+
+
+def test_the_generator_alone_sends_code_gens_generator_request_and_scores_its_code():
+    from coalign.systems import code_gen_single
+
+    seen: list = []
+
+    def handler(request):
+        seen.append(request.messages)
+        return script(BAD, "assert add(2, 3) == 5", GOOD)(request)
+
+    run(handler)  # the full system: generator, test generator, reviser
+    single = code_gen_single("fake", models=["fake", "other"])
+    lm = FakeLM(handler, "fake")
+    trace = single.score(single.system.run(EXAMPLE.id, EXAMPLE.inputs,
+                                           single.system.default_config(),
+                                           Runtime(lms={"fake": lm})), EXAMPLE)
+    assert lm.calls == 1 and seen[-1] == seen[0]  # the same request: one cache serves both
+    assert trace.reward == 0.0 and trace.state["code"] == BAD  # no reviser to fix it
+    assert single.system.component("code_generator").params["model"].options == ("fake", "other")

@@ -82,17 +82,16 @@ def test_bad_start_values_are_refused_before_the_run_dir_is_written(tmp_path, st
     assert not (tmp_path / "run").exists()
 
 
-def test_demo_config_is_valid_and_starts_from_its_first_draft_prompt():
+def test_demo_config_is_valid_and_moves_only_the_generators_model_from_the_small_one():
     from coalign.cli._optimize import DEMO
+    from coalign.optimize._settings import targets
     from coalign.systems import SYSTEMS
 
     cfg = parse_run_config(DEMO, "demo config")
-    task = SYSTEMS[cfg.system](cfg.model)
-    shipped = task.system.default_config()["answer_generator"]["prompt"]
-    task.system.set_defaults(cfg.start)
-    start = task.system.default_config()["answer_generator"]["prompt"]
-    assert start.instruction == DEMO["start"]["answer_generator"]["prompt"] != shipped.instruction
-    assert cfg.components == ["answer_generator"] and cfg.gate == "bootstrap"
+    task = SYSTEMS[cfg.system](cfg.model, models=cfg.models)
+    assert targets(task.system, cfg.components) == [("code_generator", "model")]
+    assert task.system.default_config()["code_generator"]["model"] == "qwen2.5-0.5b"
+    assert cfg.models == ["qwen2.5-0.5b", "qwen2.5-1.5b"] and cfg.data == "mbpp"
 
 
 def test_choice_costs_map_onto_the_per_instance_options():

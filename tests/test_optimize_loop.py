@@ -325,3 +325,32 @@ def test_a_resumed_run_that_had_settled_or_spent_its_budget_adds_no_step(tmp_pat
     resumed = make_optimizer(tmp_path / "capped", writer_lm(), iterations=6)
     assert resumed.run(budget=limit) == [] and len(resumed.store.steps()) == 1
     resumed.store.close()
+
+
+def test_components_pick_whole_components_or_single_params():
+    from coalign.errors import ConfigError
+    from coalign.optimize._settings import targets
+
+    writer = LLMComponent("writer", ["q"], "draft", "Write something.",
+                          model=Choice(["m", "m2"], "m"))
+    task = toy_task()
+    system = System("toy2", [writer, *task.system.components[1:]], ["q"], "score")
+    assert targets(system, None) == [("writer", "prompt"), ("writer", "model"),
+                                     ("pick", "level")]
+    assert targets(system, ["writer"]) == [("writer", "prompt"), ("writer", "model")]
+    assert targets(system, ["writer.model", "writer", "pick.level"]) == [
+        ("writer", "model"), ("writer", "prompt"), ("pick", "level")]
+    with pytest.raises(ConfigError, match=r"'writer' has no param 'modle'; its params are "
+                                          r"\['model', 'prompt'\]"):
+        targets(system, ["writer.modle"])
+    with pytest.raises(ConfigError, match="unknown component 'writr'"):
+        targets(system, ["writr.model"])
+
+
+def test_a_run_told_one_param_steps_and_rolls_out_only_that_param(tmp_path):
+    opt = make_optimizer(tmp_path, writer_lm(), iterations=3, components=["pick.level"])
+    assert opt.targets == [("pick", "level")]
+    history = opt.run()
+    assert history and {(r.component, r.param) for r in history} == {("pick", "level")}
+    start = opt.system.default_config()
+    assert opt.config["writer"] == start["writer"]  # the writer's prompt never moved

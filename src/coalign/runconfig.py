@@ -11,7 +11,7 @@ budget: {iterations: 4, search_size: 4, fresh_inputs: 4, rollout_n: 3}
 gate: strict                 # or bootstrap
 early_reject: 0.9            # optional: stop validating a candidate that is clearly worse so far
 proposer: qwen2.5-0.5b       # LM proposing instructions (omit to use edits and demos only)
-components: [retriever, answer_generator]   # optional subset to optimize
+components: [retriever, answer_generator.model]  # optional subset: components or params
 optimizers: {text: opro, weights: reinforce}  # optional: local optimizer per param kind
 start:                       # optional starting values (default: the system's own)
   answer_generator: {prompt: "Answer the question using the facts."}
@@ -141,7 +141,7 @@ class RunConfig(_Strict):
     # per validation query stay within it (see Gate.cost_cap); omit for quality alone
     cost_cap: float | None = Field(None, gt=0)
     proposer: str | None = None
-    # optimize only these (default: all with params)
+    # optimize only these: components, or single params as component.param (default: all)
     components: list[str] | None = Field(None, min_length=1)
     # superseded by optimizers.text / optimizers.weights; kept so older configs (and their
     # run dirs' digests) stay valid

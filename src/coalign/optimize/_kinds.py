@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -174,14 +174,16 @@ def optimizer_problem(kinds: Mapping[str, ParamKind], chosen: Mapping[str, str])
 
 
 def rollout_specs(system: Any, config: Any, component: str,
-                  optimizers: Mapping[str, BaseLocalOptimizer], settings: Any
-                  ) -> list[RolloutSpec]:
-    """Each param's rollout specs under ``config``, as its kind's entry says; ``settings``:
-    the loop's (``LoopSettings``: kinds, rollout_n, policy_samples, temperature,
-    text_alternatives, completions, seed)."""
+                  optimizers: Mapping[str, BaseLocalOptimizer], settings: Any,
+                  only: Collection[str] | None = None) -> list[RolloutSpec]:
+    """Each param's rollout specs under ``config`` (``only``: of these params), as its kind's
+    entry says; ``settings``: the loop's (``LoopSettings``: kinds, rollout_n, policy_samples,
+    temperature, text_alternatives, completions, seed)."""
     s = settings
     specs = []
     for name, param in system.component(component).params.items():
+        if only is not None and name not in only:
+            continue
         current = config[component][name]
         optimizer = optimizers.get(param.kind)
         rng = random.Random(f"{s.seed}:alternatives:{component}.{name}")

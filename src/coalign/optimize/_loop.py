@@ -41,7 +41,7 @@ from coalign.optimize._outcome import (
 )
 from coalign.optimize._portfolio import first_validated, from_ledger
 from coalign.optimize._selectors import FrozenRewards, Policies, policies_of, selectors_json
-from coalign.optimize._settings import LoopSettings
+from coalign.optimize._settings import LoopSettings, targets
 from coalign.optimize._step import Position, StepEnv, fresh_batch, step, trace_key
 from coalign.optimize._warm import warm_start
 from coalign.pairs import to_jsonable
@@ -70,8 +70,7 @@ class Optimizer:
         self.runtime, self.store = runtime, store
         self.s = settings or LoopSettings()
         self.optimizers = optimizers or local_optimizers(self.s)
-        names = self.s.components or [c.name for c in self.system.components if c.params]
-        self.targets = [(c, p) for c in names for p in self.system.component(c).params]
+        self.targets = targets(self.system, self.s.components)
         if not self.targets:
             raise ConfigError(f"system {self.system.name!r} has no parameters to optimize")
         for c, p in self.targets:  # refused now, not when the param is first drawn
@@ -213,7 +212,8 @@ class Optimizer:
         self.account.add_traces(tag, base.values())
         pairs = []
         names = components or dict.fromkeys(c for c, _ in self.targets)
-        specs = {c: rollout_specs(self.system, self.config, c, self.optimizers, self.s)
+        specs = {c: rollout_specs(self.system, self.config, c, self.optimizers, self.s,
+                                  only={p for cc, p in self.targets if cc == c})
                  for c in names}
         specs = {c: sp for c, sp in specs.items() if sp}
         done, total = 0, len(examples) * len(specs)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from coalign.budget import budget_default as _b
+from coalign.errors import ConfigError
 from coalign.optimize._gate import Gate
 from coalign.optimize._kinds import KINDS, ParamKind
 
@@ -37,7 +38,9 @@ class LoopSettings:
     tau: float = _b("tau")
     gate: Gate = field(default_factory=Gate)
     proposer: str | None = None
-    components: Sequence[str] | None = None  # default: every component with params
+    # components ("retriever") or single params ("retriever.k") to optimize; default: every
+    # param of every component (``targets``)
+    components: Sequence[str] | None = None
     # per-instance choices: relative cost per option, traded against the local reward
     choice_costs: Mapping[tuple[str, str], Mapping[Any, float]] = field(default_factory=dict)
     cost_weight: float = 0.0
@@ -52,6 +55,27 @@ class LoopSettings:
 
 
 T = TypeVar("T")
+
+
+def targets(system: Any, names: Sequence[str] | None) -> list[tuple[str, str]]:
+    """The (component, param) slots that ``names`` picks: a component's name picks all its
+    params, ``component.param`` one; None picks every param of the system.
+
+    Raises:
+        ConfigError: a name is not a component of the system or a param of the component.
+    """
+    if names is None:
+        return [(c.name, p) for c in system.components for p in c.params]
+    out: list[tuple[str, str]] = []
+    for name in names:
+        comp_name, _, param = name.partition(".")
+        params = system.component(comp_name).params  # an unknown component is refused here
+        if param and param not in params:
+            raise ConfigError(f"components: {comp_name!r} has no param {param!r}; its params "
+                              f"are {sorted(params)}")
+        out += [(comp_name, p) for p in ([param] if param else params)
+                if (comp_name, p) not in out]
+    return out
 
 
 def window(items: Sequence[T], t: int, size: int) -> list[T]:

@@ -151,10 +151,7 @@ def code_gen(model: str = "qwen2.5-0.5b", *, keep: Sequence[int] = (0, 1, 3),
         return model_param(model, models, model_scope)
 
     components = [
-        LLMComponent("code_generator", ["task", "example_test"], "code", GENERATE,
-                     model=pick(),
-                     max_tokens=256, parse=extract_code, layout=layout,
-                     description="writes a Python function for the task"),
+        _generator(pick(), layout),
         LLMComponent("test_generator", ["task", "example_test"], "tests", WRITE_TESTS,
                      model=pick(), max_tokens=128, parse=extract_asserts, layout=layout,
                      description="writes assert statements for the task"),
@@ -165,3 +162,21 @@ def code_gen(model: str = "qwen2.5-0.5b", *, keep: Sequence[int] = (0, 1, 3),
     ]
     system = System("code_gen", components, inputs=["task", "example_test"], output="final_code")
     return Task(system, pass_at_1(limits), "pass@1")
+
+
+def code_gen_single(model: str = "qwen2.5-0.5b", *, layout: str = "instruction_first",
+                    limits: Limits | None = None, models: Sequence[str] | None = None,
+                    model_scope: str = "global") -> Task:
+    """``code_gen``'s code generator alone: one LLM call a problem, scored by pass@1 (the
+    single-LLM baseline as a system). Its requests are ``code_gen``'s generator requests, so
+    a cache or replay table of ``code_gen`` answers them. ``models``: as ``code_gen``'s."""
+    system = System("code_gen_single", [_generator(model_param(model, models, model_scope),
+                                                   layout)],
+                    inputs=["task", "example_test"], output="code")
+    return Task(system, pass_at_1(limits), "pass@1")
+
+
+def _generator(model: str | Choice, layout: str) -> LLMComponent:
+    return LLMComponent("code_generator", ["task", "example_test"], "code", GENERATE,
+                        model=model, max_tokens=256, parse=extract_code, layout=layout,
+                        description="writes a Python function for the task")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from coalign.systems._code import code_gen
+from coalign.systems._code import code_gen, code_gen_single
 from coalign.systems._multihop import multihop_qa
 from coalign.systems._next_item import next_item
 from coalign.systems._pubmed import pubmedqa_select
@@ -17,9 +17,11 @@ SYSTEMS: dict[str, Callable[..., Task]] = {
     "multihop_qa_rerank": lambda model, **kw: multihop_qa(model, reranker=True, **kw),
     "pubmedqa_select": lambda model: pubmedqa_select(model),
     "code_gen": lambda model, **kw: code_gen(model, **kw),
+    "code_gen_single": lambda model, **kw: code_gen_single(model, **kw),
     "next_item": lambda model, **kw: next_item(model, **kw),
 }
-MODEL_CHOICE = frozenset({"multihop_qa", "multihop_qa_rerank", "code_gen", "next_item"})
+MODEL_CHOICE = frozenset({"multihop_qa", "multihop_qa_rerank", "code_gen", "code_gen_single",
+                          "next_item"})
 
 
 def models_of(task: Task) -> list[str]:
