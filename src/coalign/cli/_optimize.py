@@ -124,12 +124,13 @@ def summary(job: Job, before: EvalResult, after: EvalResult) -> None:
     opt = job.optimizer
     table = Table(title=Text(f"{job.cfg.system}: test {job.task.metric_name} "
                              f"({len(job.test)} examples)"))
-    for col in ("unoptimized", "optimized", "Δ [95% CI]", "accepted steps"):
+    for col in ("unoptimized", "optimized", "Δ [95% CI]", "accepted steps", "model s/query"):
         table.add_column(col, justify="right")
     accepted = sum(st == "accepted" for _, st, _ in job.store.steps())
     mean, lo, hi, _ = paired_bootstrap(after.scores, before.scores, seed=job.cfg.seed)
     table.add_row(f"{before.mean_reward:.4f}", f"{after.mean_reward:.4f}",
-                  f"{mean:+.4f} [{lo:+.4f}, {hi:+.4f}]", str(accepted))
+                  f"{mean:+.4f} [{lo:+.4f}, {hi:+.4f}]", str(accepted),
+                  f"{before.cost_per_query_s:.1f} -> {after.cost_per_query_s:.1f}")
     console.print(table)
     console.print("Δ: mean paired difference over test examples, paired bootstrap interval")
     ledger = Table(title="cost ledger (equivalent full-system runs)")
@@ -153,7 +154,7 @@ def summary(job: Job, before: EvalResult, after: EvalResult) -> None:
         console.print(al)
     console.print(Text("final configuration: " + ", ".join(
         f"{c}.{p}={_shown(v)}" for c, params in opt.config.items() for p, v in params.items()
-        if c in {t[0] for t in opt.targets}) + "".join(
+        if (c, p) in opt.targets) + "".join(
         f", {c}.{p}=chosen per input by the LRF" for c, p in sorted(opt.policies))))
 
 
