@@ -29,6 +29,8 @@ Variants (rule numbers of docs/optimize.md's rules table):
   ``gate: bootstrap``) instead of on any strict improvement of the validation mean.
 - ``no-pool`` (rule 11 off): a component's rollout specs are compared each on its own (the
   candidates of one param with each other only), not pooled per input.
+- ``raw-gate`` (with ``--proposals portfolio``): the portfolio's gate compares the raw
+  validation sums (strictly higher) instead of the score model's expected scores.
 - ``stage1-lazy`` (a setting): stage 1 paid one component before each of the first steps
   (``budget.stage1: lazy``) instead of every component before the first.
 - ``early-reject`` (rule 16 on; off by default): validation stops at a checkpoint (every 25
@@ -93,6 +95,11 @@ def _patched(patches: Sequence[tuple[Any, str, Any]]) -> Iterator[None]:
             setattr(owner, name, value)
 
 
+def _raw_better(axes: Any, validated: Sequence[Any], current: Any, candidate: Any) -> bool:
+    now = next(v.rewards for v in validated if v.config.digest == current.digest)
+    return sum(candidate.rewards) > sum(now)
+
+
 def _picks(fn: Callable[..., Any]) -> list[tuple[Any, str, Any]]:
     # every optimizer's pick: the default one and the choice optimizer's own
     return [(_base.BaseLocalOptimizer, "pick", fn), (_choice.ExpChoiceOptimizer, "pick", fn)]
@@ -105,6 +112,8 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "no-align-skip": [(_step, "aligned", lambda env, component: True)],
     "no-reject-memory": [(_step, "closed", lambda *args, **kwargs: False)],
     "no-pool": [(_loop, "collect_pairs", _unpooled)],
+    # the portfolio's gate on the raw validation sums instead of the score model's estimates
+    "raw-gate": [(_step, "better", _raw_better)],
     "features-lrf": [],
     "embedding-lrf": [],
     "bootstrap-gate": [],
