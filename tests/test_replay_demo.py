@@ -33,3 +33,30 @@ def test_without_tables_the_demo_says_where_they_live(tmp_path):
 def test_the_checkout_s_tables_are_found():
     found = find_tables(Path(__file__).resolve().parents[1])
     assert {p.name for p in found} >= {"code_gen", "multihop_qa"}
+
+
+def test_coalign_against_the_best_baseline_is_paired_over_the_seeds_test_questions(tmp_path):
+    import numpy as np
+
+    from coalign.compare import METHODS, Lookup, compare, draw_split
+    from coalign.tables import Table
+
+    table = Table(FIXTURE)
+    lookup = Lookup.of_table(table.rewards(), table.space)
+    result = compare(lookup, sizes=(2, 3, 3), seeds=[0, 1], budgets=[9.0], methods=METHODS)
+    got = result.paired_by_question(lookup, "random search", "optuna tpe", 9.0)
+    diffs = []
+    for i, (a, b) in enumerate(zip(result.picks["random search"][9.0],
+                                   result.picks["optuna tpe"][9.0], strict=True)):
+        test = list(draw_split(lookup.scores.shape[1], (2, 3, 3), result.seeds[i]).test)
+        assert lookup.score(a, test) == result.scores["random search"][9.0][i]
+        diffs += list(lookup.scores[a, test] - lookup.scores[b, test])
+    assert got["questions"] == 6 and got["mean"] == np.mean(diffs)
+    assert got["lo"] <= got["mean"] <= got["hi"]
+    # the oracle has no config: no per-question pairing
+    assert result.paired_by_question(lookup, "random search", "per-question oracle on test",
+                                     9.0) is None
+    console = Console(record=True, width=200)
+    show_replay_comparison(console, tmp_path / "replay", [FIXTURE], seeds=(0, 1),
+                           budgets=(60.0,))
+    assert "coalign − best baseline [95%]" in console.export_text()

@@ -49,6 +49,8 @@ class Comparison:
     exhaustive_cost: float = 0.0
     costs: dict[str, dict[float, list[float]]] = field(default_factory=dict)
     cap: float | None = None
+    # the config each method returned (``picks[method][budget][seed]``, a lookup index)
+    picks: dict[str, dict[float, list[int]]] = field(default_factory=dict)
 
     def mean_cost(self, method: str, budget: float) -> float:
         values = self.costs.get(method, {}).get(budget) or [0.0]
@@ -64,6 +66,22 @@ class Comparison:
         mean, lo, hi, p = paired_bootstrap(self.scores[a][budget], self.scores[b][budget])
         return {"mean": mean, "lo": lo, "hi": hi, "p_better": p}
 
+    def paired_by_question(self, lookup: Lookup, a: str, b: str, budget: float
+                           ) -> dict[str, float] | None:
+        """Mean test difference a - b over every seed's test questions pooled, with its
+        bootstrap interval: with few seeds (the demo's two) this says how the two returned
+        configs differ on these questions, where an interval over seeds says nothing. None
+        when a pick is a system outside the lookup's configs (a per-input policy)."""
+        diffs: list[float] = []
+        for seed, pa, pb in zip(self.seeds, self.picks[a][budget], self.picks[b][budget],
+                                strict=True):
+            if not (0 <= pa < lookup.n_configs and 0 <= pb < lookup.n_configs):
+                return None
+            test = list(draw_split(lookup.scores.shape[1], self.sizes, seed).test)
+            diffs += (lookup.scores[pa, test] - lookup.scores[pb, test]).tolist()
+        mean, lo, hi, p = paired_bootstrap(diffs, [0.0] * len(diffs))
+        return {"mean": mean, "lo": lo, "hi": hi, "p_better": p, "questions": len(diffs)}
+
     def to_json(self) -> dict[str, Any]:
         return {"budgets": self.budgets, "seeds": self.seeds, "split": list(self.sizes),
                 "start_test": self.start, "exhaustive_cost": self.exhaustive_cost,
@@ -72,6 +90,7 @@ class Comparison:
                            for m, by in self.scores.items()},
                 "test_cost_per_query": {m: {str(b): v for b, v in by.items()}
                                         for m, by in self.costs.items()},
+                "picks": {m: {str(b): v for b, v in by.items()} for m, by in self.picks.items()},
                 "summary": {m: {str(b): {**self.summary(m, b),
                                          "cost_per_query": self.mean_cost(m, b)} for b in by}
                             for m, by in self.scores.items()}}
@@ -89,6 +108,7 @@ def compare(lookup: Lookup, *, sizes: Sequence[int], seeds: Sequence[int],
     for name in [*methods, *REFERENCES]:
         out.scores[name] = {b: [] for b in out.budgets}
         out.costs[name] = {b: [] for b in out.budgets}
+        out.picks[name] = {b: [] for b in out.budgets}
     jobs = [(lookup, out.sizes, seed, out.budgets, dict(methods)) for seed in seeds]
     if workers > 1 and len(seeds) > 1:
         context = multiprocessing.get_context("spawn")  # no fork after torch has threads
@@ -97,21 +117,23 @@ def compare(lookup: Lookup, *, sizes: Sequence[int], seeds: Sequence[int],
             per_seed = list(pool.map(_seed_scores, *zip(*jobs, strict=True)))
     else:
         per_seed = [_seed_scores(*job) for job in jobs]
-    for start, scores, costs in per_seed:
+    for start, scores, costs, picked in per_seed:
         out.start.append(start)
         for name, by_budget in scores.items():
             for b, value in by_budget.items():
                 out.scores[name][b].append(value)
                 out.costs[name][b].append(costs[name][b])
+                out.picks[name][b].append(picked.get(name, {}).get(b, -1))
     return out
 
 
 def _seed_scores(lookup: Lookup, sizes: Sequence[int], seed: int, budgets: Sequence[float],
                  methods: Mapping[str, tuple[Method, bool]],
-                 ) -> tuple[float, dict[str, dict[float, float]], dict[str, dict[float, float]]]:
-    """One seed: the start config's test score, and each method's and reference's test score
-    and test cost per query per budget. A method returns the best config on validation within
-    the cap among those it evaluated (the start when none is)."""
+                 ) -> tuple[float, dict[str, dict[float, float]], dict[str, dict[float, float]],
+                            dict[str, dict[float, int]]]:
+    """One seed: the start config's test score, and each method's and reference's test score,
+    test cost per query and returned config per budget. A method returns the best config on
+    validation within the cap among those it evaluated (the start when none is)."""
     split = draw_split(lookup.scores.shape[1], sizes, seed)
     start = lookup.score(0, split.test)
 
@@ -142,7 +164,7 @@ def _seed_scores(lookup: Lookup, sizes: Sequence[int], seed: int, budgets: Seque
     oracle = float(lookup.scores[:, list(split.test)].max(axis=0).mean())
     scores[CEILINGS[1]] = {b: oracle for b in budgets}
     costs[CEILINGS[1]] = {b: float("nan") for b in budgets}
-    return start, scores, costs
+    return start, scores, costs, picked
 
 
 def _one_thread() -> None:
