@@ -10,6 +10,7 @@ the problems both have finished: pass@1 each, the paired difference with its boo
 interval, and the cost per query.
 
     python -m benchmarks.mbpp_models [--models qwen2.5-0.5b qwen2.5-1.5b] [--minutes 60] \\
+        [--shard 0/2 --cache runs/mbpp_models/cache-0.sqlite] \\
         [--json benchmarks/results/mbpp_models.json]
 """
 
@@ -45,12 +46,14 @@ def finished(model: str) -> dict[str, dict]:
     return rows
 
 
-def extend(models: list[str], deadline: float, cache: Path) -> dict[str, int]:
+def extend(models: list[str], deadline: float, cache: Path,
+           shard: tuple[int, int] = (0, 1)) -> dict[str, int]:
     """Evaluate each model on the test problems it has not finished, problem by problem and
     model by model within a problem (so a stop leaves the models on common problems), until
-    ``deadline``; returns how many problems each added."""
+    ``deadline``; returns how many problems each added. ``shard`` (i, n): only every n-th
+    problem from the i-th, so n processes (each with a cache of its own) share the work."""
     done = {m: finished(m) for m in models}
-    problems = load_mbpp(split="test")
+    problems = load_mbpp(split="test")[shard[0]::shard[1]]
     added = {m: 0 for m in models}
     if all(e.id in done[m] for e in problems for m in models):
         return added
@@ -106,10 +109,17 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=list(MODELS))
     ap.add_argument("--minutes", type=float, default=None, help="stop after this long")
     ap.add_argument("--cache", type=Path, default=Path("runs/mbpp_models/lm_cache.sqlite"))
+    ap.add_argument("--shard", default="0/1", metavar="I/N",
+                    help="only every N-th problem from the I-th (one process per shard, "
+                         "each with its own --cache); lines are appended whole")
     add_json_option(ap)
     args = ap.parse_args()
     deadline = time.monotonic() + (args.minutes * 60 if args.minutes else float("inf"))
-    for model, n in extend(args.models, deadline, args.cache).items():
+    index, _, count = args.shard.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        ap.error(f"--shard: expected I/N with 0 <= I < N, got {args.shard!r}")
+    shard = (int(index), int(count))
+    for model, n in extend(args.models, deadline, args.cache, shard).items():
         print(f"{model}: {n} problems added")
     result = summary(args.models)
     for m, s in result["models"].items():
