@@ -124,3 +124,16 @@ def test_the_gate_refuses_a_candidate_over_the_cost_cap():
     assert Gate().within_cap([100.0])
     with pytest.raises(ValueError, match="cost_cap must be > 0"):
         Gate(cost_cap=0.0)
+
+
+def test_under_a_cap_validation_is_checked_for_cost_after_a_few_inputs():
+    gate = Gate(cost_cap=2.0, cost_check=5)
+    assert gate.checkpoints(30) == [5, 30] and Gate().checkpoints(30) == [30]
+    assert gate.checkpoints(4) == [4]  # nothing to stop early on
+    both = Gate(cost_cap=2.0, early_reject=0.9, early_chunk=10)
+    assert both.checkpoints(30) == [5, 10, 20, 30]
+    # over the cap by more than the margin: a few costly inputs are not enough
+    assert gate.clearly_over_cap([3.0, 2.0, 3.0]) and not gate.clearly_over_cap([2.4, 2.6])
+    assert not Gate().clearly_over_cap([100.0]) and not gate.clearly_over_cap([])
+    with pytest.raises(ValueError, match="cost_check must be >= 1"):
+        Gate(cost_cap=2.0, cost_check=0)
