@@ -30,7 +30,8 @@ Variants (rule numbers of docs/optimize.md's rules table):
 - ``no-pool`` (rule 11 off): a component's rollout specs are compared each on its own (the
   candidates of one param with each other only), not pooled per input.
 - ``raw-gate`` (with ``--proposals portfolio``): the portfolio's gate compares the raw
-  validation sums (strictly higher) instead of the score model's expected scores.
+  validation sums (strictly higher) instead of the score model's expected scores;
+  ``raw-and-model-gate``: it asks for both.
 - ``stage1-lazy`` (a setting): stage 1 paid one component before each of the first steps
   (``budget.stage1: lazy``) instead of every component before the first.
 - ``early-reject`` (rule 16 on; off by default): validation stops at a checkpoint (every 25
@@ -100,6 +101,15 @@ def _raw_better(axes: Any, validated: Sequence[Any], current: Any, candidate: An
     return sum(candidate.rewards) > sum(now)
 
 
+def _raw_and_model_better(axes: Any, validated: Sequence[Any], current: Any,
+                          candidate: Any) -> bool:
+    return (_raw_better(axes, validated, current, candidate)
+            and _MODEL_BETTER(axes, validated, current, candidate))
+
+
+_MODEL_BETTER = _step.better  # the portfolio's own gate, before any patch
+
+
 def _picks(fn: Callable[..., Any]) -> list[tuple[Any, str, Any]]:
     # every optimizer's pick: the default one and the choice optimizer's own
     return [(_base.BaseLocalOptimizer, "pick", fn), (_choice.ExpChoiceOptimizer, "pick", fn)]
@@ -114,6 +124,8 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "no-pool": [(_loop, "collect_pairs", _unpooled)],
     # the portfolio's gate on the raw validation sums instead of the score model's estimates
     "raw-gate": [(_step, "better", _raw_better)],
+    # both: a strictly higher raw validation sum and a higher expected score
+    "raw-and-model-gate": [(_step, "better", _raw_and_model_better)],
     "features-lrf": [],
     "embedding-lrf": [],
     "bootstrap-gate": [],
