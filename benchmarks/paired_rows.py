@@ -8,7 +8,9 @@ the mean of A - B over seeds with its paired bootstrap interval, and writes them
     python -m benchmarks.paired_rows A.json[:METHOD] B.json[:METHOD] [--table NAME] \\
         [--json OUT.json]
 
-METHOD defaults to ``coalign``; TABLE to the files' only table.
+METHOD defaults to ``coalign``; ``best`` is the best baseline at each budget. A
+``rule_ablation`` file works too (its rows are its variants). TABLE defaults to the files'
+only table.
 """
 
 from __future__ import annotations
@@ -18,19 +20,33 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks._results import add_json_option, write_result
+from coalign.compare import REFERENCES
 from coalign.optimize import paired_bootstrap
 
 
 def row(spec: str, table: str | None) -> tuple[str, dict[str, Any], dict[str, list[float]]]:
-    """``FILE[:METHOD]`` -> (table name, its entry, the method's per-budget seed scores)."""
+    """``FILE[:METHOD]`` -> (table name, its entry, the method's per-budget seed scores).
+    FILE is a ``replay_compare`` or ``rule_ablation`` result (whose rows are its variants);
+    METHOD ``best`` is, per budget, the baseline with the best mean (as replay_compare
+    reports it: no coalign row, no reference)."""
     path, _, method = spec.partition(":")
     method = method or "coalign"
-    tables = json.loads(Path(path).read_text())["tables"]
+    data = json.loads(Path(path).read_text())
+    tables = data["tables"] if "tables" in data else {Path(data["table"]).name: data}
     name = table or (next(iter(tables)) if len(tables) == 1 else None)
     if name is None or name not in tables:
         raise SystemExit(f"{path}: name one of its tables with --table: {sorted(tables)}")
     entry = tables[name]
+    if method == "best":
+        baselines = {m: by for m, by in entry["scores"].items()
+                     if not m.startswith("coalign") and m not in REFERENCES}
+        if not baselines:
+            raise SystemExit(f"{path}: no baseline rows in table {name}")
+        return name, entry, {b: max(baselines.values(), key=lambda by: np.mean(by[b]))[b]
+                             for b in next(iter(baselines.values()))}
     if method not in entry["scores"]:
         raise SystemExit(f"{path}: no row {method!r} in table {name}; rows: "
                          f"{sorted(entry['scores'])}")

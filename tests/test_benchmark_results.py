@@ -130,3 +130,23 @@ def test_rows_of_two_result_files_pair_seed_by_seed(tmp_path):
         paired(a, other)
     with pytest.raises(SystemExit, match="no row 'tpe'"):
         paired(f"{a}:tpe", b)
+
+
+def test_the_best_baseline_per_budget_and_a_rule_ablation_file_pair_too(tmp_path):
+    from benchmarks.paired_rows import paired
+
+    scores = {"coalign": {"250.0": [0.6, 0.6, 0.6], "500.0": [0.6, 0.6, 0.6]},
+              "random search": {"250.0": [0.5, 0.5, 0.5], "500.0": [0.7, 0.7, 0.7]},
+              "optuna tpe": {"250.0": [0.55, 0.55, 0.55], "500.0": [0.6, 0.6, 0.6]},
+              "best global config on test": {"250.0": [0.9] * 3, "500.0": [0.9] * 3}}
+    compare = tmp_path / "compare.json"
+    compare.write_text(json.dumps({"tables": {"t": {"seeds": [0, 1, 2], "split": [2, 3, 5],
+                                                    "scores": scores}}}))
+    ablation = tmp_path / "ablation.json"  # rule_ablation's layout: one table, variant rows
+    ablation.write_text(json.dumps({"table": "benchmarks/tables/t", "seeds": [0, 1, 2],
+                                    "split": [2, 3, 5],
+                                    "scores": {"raw-gate": {"250.0": [0.65] * 3,
+                                                            "500.0": [0.65] * 3}}}))
+    d = paired(f"{ablation}:raw-gate", f"{compare}:best")
+    # TPE is the best baseline at 250 runs, random search at 500; the ceiling is no baseline
+    assert d["250.0"]["mean"] == pytest.approx(0.10) and d["500.0"]["mean"] == pytest.approx(-0.05)
