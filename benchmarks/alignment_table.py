@@ -19,6 +19,7 @@ are scored on the same sample beside it.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,7 +66,11 @@ def known_good(system: str, examples: list[Example]) -> dict[str, dict[str, dict
 
 
 def gold_measures(system: str, examples: list[Example]) -> dict[str, Callable[..., float]]:
-    """Quality measures that read the gold answer (``fn(outputs, example_id)``)."""
+    """Quality measures that read the gold answer (``fn(outputs, example_id)``); for code,
+    whether the code passes the hidden tests, and beside it whether it passes the example
+    test, which reads no gold (the test is an input): what a local reward could run."""
+    if system == "code_gen":
+        return code_measures(examples)
     if system != "multihop_qa":
         return {}
     by_id = {e.id: e for e in examples}
@@ -82,6 +87,32 @@ def gold_measures(system: str, examples: list[Example]) -> dict[str, Callable[..
                          for p in outputs.get("passages") or []))
 
     return {"answer in output": answer_in_output, "gold passages": gold_passages}
+
+
+def code_measures(examples: list[Example]) -> dict[str, Callable[..., float]]:
+    from coalign.sandbox import run_tests
+
+    by_id = {e.id: e for e in examples}
+
+    @functools.cache
+    def passes(code: str, tests: tuple[str, ...], setup: str) -> float:
+        return float(bool(code.strip()) and run_tests(code, tests, setup=setup).passed)
+
+    def code_of(outputs: dict) -> str:
+        code = outputs.get("code", outputs.get("final_code"))
+        return code if isinstance(code, str) else ""
+
+    def example_test(outputs: dict, eid: str) -> float:
+        e = by_id[eid]
+        return passes(code_of(outputs), (e.inputs["example_test"],),
+                      e.meta.get("test_setup", ""))
+
+    def hidden_tests(outputs: dict, eid: str) -> float:
+        e = by_id[eid]
+        return passes(code_of(outputs), tuple(e.target), e.meta.get("test_setup", ""))
+
+    return {"passes the example test (no gold)": example_test,
+            "passes the hidden tests": hidden_tests}
 
 
 def measure_row(pairs: list[PreferencePair], fn: Callable[..., float]) -> dict[str, float]:
