@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coalign.errors import ConfigError
 from coalign.stats import paired_bootstrap
 
-OVER_CAP = 1.25  # a prefix's mean cost this far over the cap stops the validation
+OVER_CAP = 3.0  # standard errors by which a prefix's mean cost must pass the cap
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,10 @@ class Gate:
     # the objective's cost cap: a candidate whose mean cost per validation query (model
     # seconds, ``Trace.cost_s``) exceeds it is refused whatever its quality; None: no cap
     cost_cap: float | None = None
-    # under a cap, validation stops after this many inputs when the candidate's mean cost so
-    # far is over the cap by ``OVER_CAP``: a cost is far less noisy than a reward, and without
-    # the check an over-cap config (a model whose cost no validated config has shown yet)
-    # paid its whole validation before the cap refused it
+    # under a cap, every this many inputs validation stops once the candidate's mean cost so
+    # far is clearly over the cap (``clearly_over_cap``): without the check an over-cap config
+    # (a model whose cost no validated config has shown yet) paid its whole validation
+    # before the cap refused it
     cost_check: int = 5
 
     def __post_init__(self) -> None:
@@ -58,15 +59,21 @@ class Gate:
         ``clearly_over_cap`` are asked; the last is ``n`` (no early stop left)."""
         points = set(range(self.early_chunk, n, self.early_chunk)) if self.early_reject > 0 \
             else set()
-        if self.cost_cap is not None and self.cost_check < n:
-            points.add(self.cost_check)
+        if self.cost_cap is not None:
+            points.update(range(self.cost_check, n, self.cost_check))
         return [*sorted(points), n]
 
     def clearly_over_cap(self, costs: Sequence[float]) -> bool:
         """On a validation prefix: is the candidate's mean cost per query over the cap by
-        more than ``OVER_CAP`` (a margin for inputs that cost more than most)?"""
-        return (self.cost_cap is not None and bool(costs)
-                and sum(costs) / len(costs) > self.cost_cap * OVER_CAP)
+        more than ``OVER_CAP`` standard errors of that mean? Costs vary by input (code_gen's
+        reviser runs only where a test failed), so a fixed margin stopped configs that were
+        within the cap over the whole set."""
+        if self.cost_cap is None or len(costs) < 2:
+            return False
+        n = len(costs)
+        mean = sum(costs) / n
+        sd = math.sqrt(sum((c - mean) ** 2 for c in costs) / (n - 1))
+        return mean - OVER_CAP * sd / math.sqrt(n) > self.cost_cap
 
     def clearly_worse(self, new: Sequence[float], old: Sequence[float]) -> bool:
         """On a validation prefix: is the candidate worse with ``early_reject`` confidence?
