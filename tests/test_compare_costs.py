@@ -124,18 +124,3 @@ def test_the_gate_refuses_a_candidate_over_the_cost_cap():
     assert Gate().within_cap([100.0])
     with pytest.raises(ValueError, match="cost_cap must be > 0"):
         Gate(cost_cap=0.0)
-
-
-def test_under_a_cap_validation_is_checked_for_cost_every_few_inputs():
-    gate = Gate(cost_cap=2.0, cost_check=5)
-    assert gate.checkpoints(17) == [5, 10, 15, 17] and Gate().checkpoints(30) == [30]
-    assert gate.checkpoints(4) == [4]  # nothing to stop early on
-    both = Gate(cost_cap=2.0, early_reject=0.9, early_chunk=8, cost_check=5)
-    assert both.checkpoints(17) == [5, 8, 10, 15, 16, 17]
-    # over the cap by more than three standard errors of the prefix's mean
-    assert gate.clearly_over_cap([3.0, 3.1, 2.9, 3.0, 3.0])
-    assert not gate.clearly_over_cap([1.0, 6.0, 1.0, 6.0, 1.0])  # mean 3.0, but it varies
-    assert not gate.clearly_over_cap([3.0])  # one input says nothing of the spread
-    assert not Gate().clearly_over_cap([100.0, 100.0]) and not gate.clearly_over_cap([])
-    with pytest.raises(ValueError, match="cost_check must be >= 1"):
-        Gate(cost_cap=2.0, cost_check=0)

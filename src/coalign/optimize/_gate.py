@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coalign.errors import ConfigError
 from coalign.stats import paired_bootstrap
-
-OVER_CAP = 3.0  # standard errors by which a prefix's mean cost must pass the cap
 
 
 @dataclass(frozen=True)
@@ -31,11 +28,6 @@ class Gate:
     # the objective's cost cap: a candidate whose mean cost per validation query (model
     # seconds, ``Trace.cost_s``) exceeds it is refused whatever its quality; None: no cap
     cost_cap: float | None = None
-    # under a cap, every this many inputs validation stops once the candidate's mean cost so
-    # far is clearly over the cap (``clearly_over_cap``): without the check an over-cap config
-    # (a model whose cost no validated config has shown yet) paid its whole validation
-    # before the cap refused it
-    cost_check: int = 5
 
     def __post_init__(self) -> None:
         if self.kind not in ("strict", "bootstrap"):
@@ -46,8 +38,6 @@ class Gate:
             raise ConfigError(f"early_chunk must be >= 1, got {self.early_chunk}")
         if self.cost_cap is not None and not self.cost_cap > 0:
             raise ConfigError(f"cost_cap must be > 0 seconds per query, got {self.cost_cap}")
-        if self.cost_check < 1:
-            raise ConfigError(f"cost_check must be >= 1, got {self.cost_check}")
 
     def within_cap(self, costs: Sequence[float]) -> bool:
         """The candidate's mean cost per query on validation is within the cap (if any)."""
@@ -55,25 +45,11 @@ class Gate:
                                          sum(costs) / len(costs) <= self.cost_cap + 1e-9)
 
     def checkpoints(self, n: int) -> list[int]:
-        """Prefix lengths of an ``n``-input validation after which ``clearly_worse`` and
-        ``clearly_over_cap`` are asked; the last is ``n`` (no early stop left)."""
-        points = set(range(self.early_chunk, n, self.early_chunk)) if self.early_reject > 0 \
-            else set()
-        if self.cost_cap is not None:
-            points.update(range(self.cost_check, n, self.cost_check))
-        return [*sorted(points), n]
-
-    def clearly_over_cap(self, costs: Sequence[float]) -> bool:
-        """On a validation prefix: is the candidate's mean cost per query over the cap by
-        more than ``OVER_CAP`` standard errors of that mean? Costs vary by input (code_gen's
-        reviser runs only where a test failed), so a fixed margin stopped configs that were
-        within the cap over the whole set."""
-        if self.cost_cap is None or len(costs) < 2:
-            return False
-        n = len(costs)
-        mean = sum(costs) / n
-        sd = math.sqrt(sum((c - mean) ** 2 for c in costs) / (n - 1))
-        return mean - OVER_CAP * sd / math.sqrt(n) > self.cost_cap
+        """Prefix lengths of an ``n``-input validation after which ``clearly_worse`` is asked;
+        the last is ``n`` (no early stop left)."""
+        if self.early_reject <= 0:
+            return [n]
+        return [*range(self.early_chunk, n, self.early_chunk), n]
 
     def clearly_worse(self, new: Sequence[float], old: Sequence[float]) -> bool:
         """On a validation prefix: is the candidate worse with ``early_reject`` confidence?

@@ -94,8 +94,7 @@ class Outcome:
     traces: Mapping[str, Trace] = field(default_factory=dict)  # its validation traces
     # its reward per validation input, in validation order, when validated on all of them
     val_rewards: tuple[float, ...] = ()
-    val_cost: float = 0.0  # its mean model seconds per validation query (on those it ran)
-    over_cap: bool = False  # validation stopped early: the cost so far was over the cap
+    val_cost: float = 0.0  # then its mean model seconds per validation query
 
     @property
     def accepted(self) -> bool:
@@ -120,9 +119,9 @@ class Outcome:
             "val_before": self.before, "val_after": self.after, "val_checked": self.checked,
             # the score model of the portfolio loop is refitted from these on resume
             **({"val_rewards": list(self.val_rewards), "val_cost": self.val_cost,
-                "over_cap": self.over_cap, "candidate": self.proposal.config.to_json()}
-               if (self.val_rewards or self.over_cap) and self.proposal is not None
-               and not self.proposal.policies else {}),
+                "candidate": self.proposal.config.to_json()}
+               if self.val_rewards and self.proposal is not None and not self.proposal.policies
+               else {}),
             # what the proposal was chosen from, best first: why it proposed what it did
             "candidates": [{"value": to_jsonable(s.value), "local_reward": s.reward}
                            for s in sorted(self.candidates, key=lambda s: -s.reward)[:10]]}

@@ -35,8 +35,7 @@ ARMS = ("global", "local")
 
 @dataclass(frozen=True)
 class Validated:
-    """A config validated on the whole validation set, its rewards in validation order; or,
-    with no rewards, one whose validation stopped early over the cost cap (its cost known)."""
+    """A config validated on the whole validation set, its rewards in validation order."""
 
     config: SystemConfig
     rewards: tuple[float, ...]
@@ -88,7 +87,7 @@ def axes_of(system: Any, targets: Sequence[tuple[str, str]], kinds: Mapping[str,
 def posterior(axes: Axes, validated: Iterable[Validated]) -> Posterior | None:
     """The score model on the validated configs whose values the axes hold (None: none)."""
     obs = [Observation(v.config.digest, picks, v.rewards) for v in validated
-           if v.rewards and (picks := axes.picks(v.config)) is not None]
+           if (picks := axes.picks(v.config)) is not None]
     return fit(axes.sizes, obs) if obs else None
 
 
@@ -178,7 +177,7 @@ def from_ledger(system: Any, steps: Iterable[tuple[int, str, Mapping[str, Any]]]
     for _, state, row in steps:
         arms = record(arms, arm_of(row["component"], row["param"]), state == "accepted",
                       float(row.get("spent", 0.0)))
-        if (row.get("val_rewards") or row.get("over_cap")) and row.get("candidate"):
+        if row.get("val_rewards") and row.get("candidate"):
             validated.append(Validated(SystemConfig.from_json(system, row["candidate"]),
                                        tuple(float(r) for r in row["val_rewards"]),
                                        float(row.get("val_cost", 0.0))))

@@ -94,8 +94,7 @@ class Position:
         p = out.proposal
         at = dataclasses.replace(self, arms=record(self.arms, arm_of(out.component, out.param),
                                                    out.accepted, spent))
-        if p is not None and (out.val_rewards or out.over_cap) and not p.policies:
-            # an over-cap config stopped early: known by its cost, never proposed again
+        if p is not None and out.val_rewards and not p.policies:
             at = dataclasses.replace(at, validated=(*at.validated, Validated(
                 p.config, out.val_rewards, out.val_cost)))
         if out.accepted and p is not None:
@@ -160,15 +159,11 @@ def judged(env: StepEnv, at: Position, component: str, param: str, proposal: Pro
              else at.score + (sum(new) - sum(old)) / len(checked))
     state = (StepState.ACCEPTED if accepted else StepState.REJECTED if complete
              else StepState.STOPPED_EARLY)
-    over_cap = not complete and gate.clearly_over_cap(costs)
-    reason = (f"validation stopped early: {sum(costs) / len(costs):.2f} model s per query "
-              f"on the first {len(costs)} inputs, over the cost cap {gate.cost_cap:g}"
-              if over_cap else "")
-    return Outcome(component, param, state, at.score, proposal.value, reason=reason,
-                   after=after, reset=proposal.reset, checked=len(checked),
-                   candidates=candidates, variants=scored_variants, proposal=proposal,
-                   traces=traces, val_rewards=tuple(new) if complete else (),
-                   val_cost=sum(costs) / len(costs) if costs else 0.0, over_cap=over_cap)
+    return Outcome(component, param, state, at.score, proposal.value, after=after,
+                   reset=proposal.reset, checked=len(checked), candidates=candidates,
+                   variants=scored_variants, proposal=proposal, traces=traces,
+                   val_rewards=tuple(new) if complete else (),
+                   val_cost=sum(costs) / len(costs) if complete and costs else 0.0)
 
 
 def draw(env: StepEnv, at: Position, rng: random.Random) -> tuple[str, str] | Outcome:
@@ -342,7 +337,7 @@ def closed(env: StepEnv, at: Position, view: LocalView, kind: ParamKind, value: 
     if (env.settings.proposals == "portfolio" and not at.policies and not any(resets)
             and at.config.with_value(c, p, value).digest in {v.config.digest
                                                             for v in at.validated}):
-        return True  # the portfolio validated (or refused over the cap) this very config
+        return True  # the portfolio's global arm validated this very config
     rejected = [r.value for r in at.rejected if (r.component, r.param) == (c, p)
                 and r.value is not None]
     if not kind.same_outputs_rejected or not rejected:
@@ -374,10 +369,9 @@ def validate(env: StepEnv, at: Position, component: str, proposal: Proposal
             out[e.id] = trace
         done = stop
         seen = val[:done]
-        if done < len(val) and (gate.clearly_worse(
+        if done < len(val) and gate.clearly_worse(
                 [out[e.id].reward or 0.0 for e in seen],
-                [at.val_traces[e.id].reward or 0.0 for e in seen])
-                or gate.clearly_over_cap([out[e.id].cost_s() for e in seen])):
+                [at.val_traces[e.id].reward or 0.0 for e in seen]):
             break
     env.account.add_traces("validation", out.values())
     return out
