@@ -210,6 +210,12 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
         plain = LocalRewardModel(bb, descriptions, TrainConfig(use_embedding=False, head=head))
         plain.fit(train)
         acc["features_lrf"] = pairwise_accuracy(plain, test)
+    checks = {c.name: c.checks for c in task.system.components if c.checks}
+    if checks:  # the loop's default: the features-only head plus the components' checks
+        checked = LocalRewardModel(bb, descriptions, TrainConfig(use_embedding=False, head=head),
+                                   checks)
+        checked.fit(train)
+        acc["checks_lrf"] = pairwise_accuracy(checked, test)
     if finetune:  # MiniLM with LoRA adapters trained jointly with the heads on the train pairs
         tuned = LocalRewardModel(make_backbone("minilm"), descriptions,
                                  TrainConfig(use_embedding=True, head=head))
@@ -240,14 +246,17 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
     scored = [r for r in rows.values() if "lrf_acc" in r]
     mean = {f"{name}_{kind}": sum(r[f"{name}_{kind}"] for r in scored) / len(scored)
             for name in acc for kind in ("per_input", "acc")}
-    efficiency = data_efficiency(lambda: LocalRewardModel(bb, descriptions, config), train, test,
-                                 seed=seed)
+    # the curve of the default local reward: with the components' checks where they have any
+    efficiency = data_efficiency(lambda: LocalRewardModel(bb, descriptions, config, checks),
+                                 train, test, seed=seed)
     if judge:
         rankers = {"lrf": lrf, "random": RandomReward(seed), "shorter": shorter_output_reward()}
         if use_embedding:
             rankers["features_lrf"] = plain
         if finetune:
             rankers["lora_lrf"] = tuned
+        if checks:
+            rankers["checks_lrf"] = checked
         judged = judge_rows(table_dir, table, descriptions, train, test, rankers,
                             per_component=judge, live=judge_live, seed=seed)
     result = {"table": str(table_dir), "system": system, "questions": len(questions),

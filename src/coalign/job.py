@@ -144,7 +144,9 @@ def _optimizer(cfg: RunConfig, task: Task, train: list[Example], val: list[Examp
                                executor=executor)
     reward = LocalRewardModel(make_backbone(cfg.backbone),
                               {c.name: c.description for c in task.system.components},
-                              TrainConfig(use_embedding=cfg.reward_embedding))
+                              TrainConfig(use_embedding=cfg.reward_embedding,
+                                          use_checks=cfg.reward_checks),
+                              {c.name: c.checks for c in task.system.components})
     optimizer = Optimizer(task, train, val, runtime, store, reward, cfg.loop_settings(costs))
     with store.transaction():
         store.set_meta("system_space", space)

@@ -157,6 +157,9 @@ class RunConfig(_Strict):
     # default they read only the cheap features, which rank held-out pairs better on both
     # replay tables with the same loop results (docs/rewards.md)
     reward_embedding: bool = False
+    # True: a component's declared gold-free checks (code_gen: the code passes the task's
+    # example test) add to its local reward at the weight the pairs give them (docs/rewards.md)
+    reward_checks: bool = True
     start: dict[str, dict[str, Any]] = {}  # component -> param -> starting value (JSON form)
     # "component.param" of a per-instance Choice -> option -> relative cost per call
     per_instance: list[str] = []  # component.param Choice params chosen per input

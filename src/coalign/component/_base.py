@@ -17,13 +17,15 @@ class Component(abc.ABC):
     ``optional_inputs`` may be missing (they arrive as ``None``), e.g. feedback that a loop
     carries back from a downstream verifier. ``when`` makes the component's incoming edges
     conditional: when it returns False for the current fields, the component is skipped and its
-    outputs are ``None``.
+    outputs are ``None``. ``checks``: gold-free scores of an (inputs, outputs) item (see
+    ``coalign.rewards.Check``) that the local reward adds, weighed by the preference pairs.
     """
 
     def __init__(self, name: str, inputs: Sequence[str], outputs: Sequence[str], *,
                  params: Mapping[str, Param] | None = None, description: str = "",
                  optional_inputs: Sequence[str] = (),
-                 when: Callable[[Mapping[str, Any]], bool] | None = None) -> None:
+                 when: Callable[[Mapping[str, Any]], bool] | None = None,
+                 checks: Sequence[Callable[..., float | None]] = ()) -> None:
         if not name or not name.replace("_", "").replace("-", "").isalnum():
             raise GraphError(f"component name {name!r} must be non-empty letters, digits, _ or -")
         if not outputs:
@@ -36,6 +38,7 @@ class Component(abc.ABC):
         self.params: dict[str, Param] = dict(params or {})
         self.description = description or name
         self._when = when
+        self.checks = tuple(checks)
         self.conditional = when is not None  # lets the runner skip the call on the hot path
 
     def active(self, fields: Mapping[str, Any]) -> bool:

@@ -329,8 +329,8 @@ class Optimizer:
         if account:
             self.account = CostAccount.from_json(account)
         if self._ckpt:
-            at = dataclasses.replace(at, reward=load_reward_model(self.store.inside(self._ckpt),
-                                                                  at.reward.backbone))
+            at = dataclasses.replace(at, reward=load_reward_model(
+                self.store.inside(self._ckpt), at.reward.backbone, at.reward.checks))
         self.at = at
         # lazy stage 1: the payments the restored reward model holds: those made before a
         # written step row (a later one is paid again), or with no row yet the one recorded

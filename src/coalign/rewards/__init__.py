@@ -14,6 +14,7 @@ from coalign.rewards._backbone import (
 from coalign.rewards._backbones import BACKBONES, make_backbone
 from coalign.rewards._base import BaseRewardModel, PairRanker, RandomReward, RewardModel
 from coalign.rewards._cache import EmbeddingCache
+from coalign.rewards._checks import Check, Evidence
 from coalign.rewards._eval import AlignmentResult, data_efficiency, pairwise_accuracy, subsample
 from coalign.rewards._features import FEATURE_NAMES, N_FEATURES, features
 from coalign.rewards._finetune import FinetuneConfig, finetune_backbone
@@ -29,7 +30,8 @@ from coalign.rewards._similarity import EmbeddingSimilarityRanker
 from coalign.rewards._text import values_text
 
 __all__ = ["AlignmentResult", "BACKBONES", "Backbone", "BaseRewardModel", "CachedBackbone",
-           "EmbeddingCache", "EmbeddingSimilarityRanker", "FEATURE_NAMES", "FinetuneConfig",
+           "Check", "EmbeddingCache", "EmbeddingSimilarityRanker", "Evidence", "FEATURE_NAMES",
+           "FinetuneConfig",
            "FitReport", "HashingBackbone", "HeuristicReward", "LLMJudgeRanker", "LocalRewardModel",
            "MiniLMBackbone", "N_FEATURES", "PairRanker", "RandomReward", "RenderBudget",
            "ReplayBuffer", "RewardModel", "TrainConfig", "data_efficiency", "features",

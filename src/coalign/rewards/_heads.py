@@ -40,6 +40,8 @@ class TrainConfig:
         fresh_inputs: stage 2 uses the pairs of at most this many distinct fresh inputs.
         replay_ratio: replayed buffer pairs mixed in per fresh pair.
         buffer_size: replay buffer capacity per component.
+        use_checks: add the gold-free checks components declare (``coalign.rewards.Check``),
+            weighed by the pairs' evidence, to the heads' scores.
     """
 
     head: str = "linear"
@@ -58,6 +60,7 @@ class TrainConfig:
     fresh_inputs: int = 20
     replay_ratio: float = 3.0
     buffer_size: int = 1000
+    use_checks: bool = True
 
     def __post_init__(self) -> None:
         if not (self.use_embedding or self.use_features):

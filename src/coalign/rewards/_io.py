@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from safetensors.torch import load_file, save_file
@@ -21,6 +22,7 @@ from coalign.errors import CoalignError, StoreError
 from coalign.files import replacing
 from coalign.pairs import PreferencePair, canonical_json
 from coalign.rewards._backbone import Backbone, MiniLMBackbone
+from coalign.rewards._checks import Check, Evidence
 from coalign.rewards._finetune import FinetuneConfig, restore_finetune, trainable_state
 from coalign.rewards._heads import TrainConfig, make_head
 from coalign.rewards._model import LocalRewardModel
@@ -74,6 +76,10 @@ def save_reward_model(model: LocalRewardModel, folder: str | Path) -> Path:
             for i, n in enumerate(names)
         ],
         "weights_sha256": _sha256(weights),
+        # the checks' evidence by check name; the checks themselves are code the loader is given
+        "checks": {c: [{"name": ch.name, **e.to_json()} for ch, e in
+                       zip(model.checks.get(c, ()), found, strict=True)]
+                   for c, found in sorted(model.evidence.items())},
     }
     _atomic_write(
         folder / "config.json",
@@ -82,8 +88,13 @@ def save_reward_model(model: LocalRewardModel, folder: str | Path) -> Path:
     return folder
 
 
-def load_reward_model(folder: str | Path, backbone: Backbone) -> LocalRewardModel:
-    """Rebuild a saved model on ``backbone`` (which must have the id it was trained with)."""
+def load_reward_model(folder: str | Path, backbone: Backbone,
+                      checks: Mapping[str, Sequence[Check]] | None = None) -> LocalRewardModel:
+    """Rebuild a saved model on ``backbone`` (which must have the id it was trained with).
+
+    ``checks``: the components' gold-free checks, as the saved model was built with; a check's
+    saved evidence is matched by its name (a check the folder does not know starts with none).
+    """
     folder = Path(folder)
     config = _read_config(folder / "config.json")
     weights = folder / "heads.safetensors"
@@ -108,7 +119,12 @@ def load_reward_model(folder: str | Path, backbone: Backbone) -> LocalRewardMode
     except (CoalignError, TypeError, ValueError, OSError) as exc:
         raise StoreError(f"reward model {folder} is unreadable ({exc}); save it again") from exc
     descriptions = {c["name"]: c["description"] for c in config["components"]}
-    model = LocalRewardModel(backbone, descriptions, train_config)
+    model = LocalRewardModel(backbone, descriptions, train_config, checks)
+    try:
+        model.evidence = _evidence(config.get("checks") or {}, model.checks)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise StoreError(f"reward model {folder}: config.json's checks are unreadable "
+                         f"({exc!r}); save it again") from exc
     if model.n_features != config["n_features"] or backbone.dim != config["emb_dim"]:
         raise StoreError(
             f"reward model {folder}: feature or embedding width differs from config.json"
@@ -128,6 +144,17 @@ def load_reward_model(folder: str | Path, backbone: Backbone) -> LocalRewardMode
         model.heads[comp["name"]] = head
     model.buffer.add(_read_buffer(folder / "buffer.jsonl"))
     return model
+
+
+def _evidence(saved: Mapping[str, list], checks: Mapping[str, Sequence[Check]]
+              ) -> dict[str, list[Evidence]]:
+    out: dict[str, list[Evidence]] = {}
+    for component, rows in saved.items():
+        if component not in checks:
+            continue
+        by_name = {r["name"]: Evidence(float(r["agreed"]), int(r["separated"])) for r in rows}
+        out[component] = [by_name.get(c.name, Evidence()) for c in checks[component]]
+    return out
 
 
 def _restore_backbone(folder: Path, config: dict, backbone: Backbone) -> None:

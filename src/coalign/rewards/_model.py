@@ -22,6 +22,7 @@ from coalign.errors import ConfigError, DataError
 from coalign.pairs import PreferencePair, canonical_json
 from coalign.rewards._backbone import Backbone
 from coalign.rewards._base import BaseRewardModel, Item
+from coalign.rewards._checks import Check, Evidence, check_scores, evidence
 from coalign.rewards._features import N_FEATURES, features
 from coalign.rewards._heads import (
     ComponentHead,
@@ -63,6 +64,8 @@ class LocalRewardModel(BaseRewardModel):
         backbone: the text encoder (frozen here; see ``finetune_backbone`` to adapt it).
         descriptions: component name -> one-line description, rendered into every text.
         config: training hyper-parameters.
+        checks: component name -> the gold-free checks it declares (``Component.checks``),
+            added to its head's score at the weight the pairs give each (``_checks``).
     """
 
     def __init__(
@@ -70,10 +73,13 @@ class LocalRewardModel(BaseRewardModel):
         backbone: Backbone,
         descriptions: Mapping[str, str] | None = None,
         config: TrainConfig | None = None,
+        checks: Mapping[str, Sequence[Check]] | None = None,
     ) -> None:
         self.backbone = backbone
         self.descriptions = dict(descriptions or {})
         self.config = config or TrainConfig()
+        self.checks = {c: tuple(v) for c, v in (checks or {}).items() if v}
+        self.evidence: dict[str, list[Evidence]] = {}  # per check of self.checks[component]
         self.heads: dict[str, ComponentHead] = {}
         self.buffer = ReplayBuffer(self.config.buffer_size, self.config.seed)
         self._rng = random.Random(self.config.seed)
@@ -82,7 +88,7 @@ class LocalRewardModel(BaseRewardModel):
     def untrained(self) -> LocalRewardModel:
         """A model with the same backbone, descriptions and settings and no heads (for
         cross-validation: nothing learned from held-out inputs can leak in)."""
-        return LocalRewardModel(self.backbone, self.descriptions, self.config)
+        return LocalRewardModel(self.backbone, self.descriptions, self.config, self.checks)
 
     @property
     def n_features(self) -> int:
@@ -123,7 +129,26 @@ class LocalRewardModel(BaseRewardModel):
             return np.zeros(0)
         emb, feats = self.encode(component, items)
         with torch.no_grad(), single_thread():
-            return head(emb, feats).double().numpy()
+            scores = head(emb, feats).double().numpy()
+        return scores + check_scores(self.checks.get(component, ()),
+                                     self.check_weights(component), items)
+
+    def check_weights(self, component: str) -> list[float]:
+        """The weight of each of ``component``'s checks (all 0 with ``use_checks`` off)."""
+        checks = self.checks.get(component, ())
+        found = self.evidence.get(component, [])
+        if not self.config.use_checks or len(found) != len(checks):
+            return [0.0] * len(checks)
+        return [e.weight for e in found]
+
+    def _weigh_checks(self, component: str, pairs: list[PreferencePair], *, more: bool) -> None:
+        checks = self.checks.get(component, ())
+        if not checks or not self.config.use_checks:
+            return
+        new = [evidence(check, pairs) for check in checks]
+        old = self.evidence.get(component) if more else None
+        self.evidence[component] = new if old is None else [a.add(b) for a, b in zip(
+            old, new, strict=True)]
 
     # ---- stage 1 ---------------------------------------------------------------------------
     def fit(self, pairs: Sequence[PreferencePair], *, keep: bool = False) -> FitReport:
@@ -137,7 +162,9 @@ class LocalRewardModel(BaseRewardModel):
         if not keep:
             self.buffer = ReplayBuffer(self.config.buffer_size, self.config.seed)
             self._rng = random.Random(self.config.seed)
+            self.evidence = {}
         for component, comp_pairs in groups.items():
+            self._weigh_checks(component, comp_pairs, more=False)
             data = self._tensors(component, comp_pairs, report)
             head = make_head(
                 self.backbone.dim, self._n_features, self.config, self._seed(component)
@@ -169,6 +196,7 @@ class LocalRewardModel(BaseRewardModel):
                 head.set_feature_stats(data[1])
                 self.heads[component] = head
             self._train(component, head, data, report, stage=2)
+            self._weigh_checks(component, fresh, more=True)
             self.buffer.add(fresh)
         return report
 

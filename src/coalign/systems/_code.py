@@ -76,6 +76,25 @@ def _compiles(statement: str) -> bool:
     return True
 
 
+class PassesExampleTest:
+    """A gold-free check (``coalign.rewards.Check``): 1.0 when the code in output ``field``
+    passes the task's example test (an input the component sees), else 0.0; ``None`` on an
+    item without that field. On the 1.5B/0.5B table it orders 0.91 of the code generator's
+    held-out pairs per input, where learned heads reach 0.51 (benchmarks/RESULTS.md)."""
+
+    def __init__(self, field: str, limits: Limits | None = None) -> None:
+        self.field, self.limits = field, limits or Limits()
+        self.name = f"passes_example_test:{field}"
+
+    def __call__(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> float | None:
+        code, test = outputs.get(self.field), inputs.get("example_test")
+        if not isinstance(code, str) or not isinstance(test, str):
+            return None
+        if not code.strip() or not test.strip():
+            return 0.0
+        return 1.0 if _run(code, (test,), "", self.limits).passed else 0.0
+
+
 class TestRunner(Component):
     """Runs the code against the example test plus the first ``keep`` generated asserts.
 
@@ -151,14 +170,15 @@ def code_gen(model: str = "qwen2.5-0.5b", *, keep: Sequence[int] = (0, 1, 3),
         return model_param(model, models, model_scope)
 
     components = [
-        _generator(pick(), layout),
+        _generator(pick(), layout, limits),
         LLMComponent("test_generator", ["task", "example_test"], "tests", WRITE_TESTS,
                      model=pick(), max_tokens=128, parse=extract_asserts, layout=layout,
                      description="writes assert statements for the task"),
         TestRunner(keep=keep, default_keep=default_keep, limits=limits),
         Reviser("reviser", ["task", "example_test", "code", "feedback"], "final_code", REVISE,
                 model=pick(), max_tokens=256, parse=extract_code, layout=layout,
-                description="rewrites the code from the failed tests"),
+                description="rewrites the code from the failed tests",
+                checks=(PassesExampleTest("final_code", limits),)),
     ]
     system = System("code_gen", components, inputs=["task", "example_test"], output="final_code")
     return Task(system, pass_at_1(limits), "pass@1")
@@ -171,12 +191,13 @@ def code_gen_single(model: str = "qwen2.5-0.5b", *, layout: str = "instruction_f
     single-LLM baseline as a system). Its requests are ``code_gen``'s generator requests, so
     a cache or replay table of ``code_gen`` answers them. ``models``: as ``code_gen``'s."""
     system = System("code_gen_single", [_generator(model_param(model, models, model_scope),
-                                                   layout)],
+                                                   layout, limits)],
                     inputs=["task", "example_test"], output="code")
     return Task(system, pass_at_1(limits), "pass@1")
 
 
-def _generator(model: str | Choice, layout: str) -> LLMComponent:
+def _generator(model: str | Choice, layout: str, limits: Limits | None) -> LLMComponent:
     return LLMComponent("code_generator", ["task", "example_test"], "code", GENERATE,
                         model=model, max_tokens=256, parse=extract_code, layout=layout,
-                        description="writes a Python function for the task")
+                        description="writes a Python function for the task",
+                        checks=(PassesExampleTest("code", limits),))
