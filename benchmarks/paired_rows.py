@@ -20,10 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from benchmarks._results import add_json_option, write_result
-from coalign.compare import REFERENCES
+from coalign.compare import best_baseline
 from coalign.optimize import paired_bootstrap
 
 
@@ -41,12 +39,11 @@ def row(spec: str, table: str | None) -> tuple[str, dict[str, Any], dict[str, li
         raise SystemExit(f"{path}: name one of its tables with --table: {sorted(tables)}")
     entry = tables[name]
     if method == "best":
-        baselines = {m: by for m, by in entry["scores"].items()
-                     if not m.startswith("coalign") and m not in REFERENCES}
-        if not baselines:
+        budgets = next(iter(entry["scores"].values()))
+        best = {b: best_baseline(entry["scores"], b) for b in budgets}
+        if None in best.values():
             raise SystemExit(f"{path}: no baseline rows in table {name}")
-        return name, entry, {b: max(baselines.values(), key=lambda by: np.mean(by[b]))[b]
-                             for b in next(iter(baselines.values()))}
+        return name, entry, {b: entry["scores"][m][b] for b, m in best.items()}
     if method not in entry["scores"]:
         raise SystemExit(f"{path}: no row {method!r} in table {name}; rows: "
                          f"{sorted(entry['scores'])}")

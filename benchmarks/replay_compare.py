@@ -43,6 +43,7 @@ from coalign.compare import (
     START,
     Lookup,
     anytime_svg,
+    best_baseline,
     coalign_method,
     compare,
     draw_split,
@@ -195,7 +196,7 @@ def main() -> None:
             for arm, suffix in (("coalign", ""), (WARM, "_warm")):
                 if arm not in competitors:
                     continue
-                best = next((m for m in ranked if not m.startswith("coalign")), None)
+                best = best_baseline({m: result.scores[m] for m in competitors}, b)
                 if best is not None:
                     d = result.paired(arm, best, b)
                     out.setdefault(f"coalign{suffix}_vs_best", {})[str(b)] = {"best": best,

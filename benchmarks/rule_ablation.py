@@ -24,6 +24,8 @@ Variants (rule numbers of docs/optimize.md's rules table):
 - ``features-lrf`` / ``embedding-lrf`` (settings, not rules): the local rewards read only the
   cheap features (``reward_embedding: false``, the default since the replay tables' alignment
   figures) or the MiniLM embedding too (``reward_embedding: true``, the default before).
+- ``no-checks`` (a setting): the local rewards without the components' gold-free checks
+  (``reward_checks: false``; code_gen's "passes the example test", docs/rewards.md).
 - ``bootstrap-gate`` (a setting): the gate accepts a change only when a paired bootstrap over
   the validation questions puts it above the current config with confidence 0.9 (run config
   ``gate: bootstrap``) instead of on any strict improvement of the validation mean.
@@ -128,6 +130,7 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "raw-and-model-gate": [(_step, "better", _raw_and_model_better)],
     "features-lrf": [],
     "embedding-lrf": [],
+    "no-checks": [],
     "bootstrap-gate": [],
     "early-reject": [],
     "stage1-8": [],
@@ -136,6 +139,7 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
 # variants that are a run-config setting rather than a patch
 SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": False},
                                        "embedding-lrf": {"reward_embedding": True},
+                                       "no-checks": {"reward_checks": False},
                                        "bootstrap-gate": {"gate": "bootstrap"},
                                        "early-reject": {"early_reject": 0.9},
                                        "stage1-8": {"budget": {"stage1_inputs": 8}},

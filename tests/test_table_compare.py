@@ -346,3 +346,13 @@ def test_the_loop_arm_samples_only_policies_that_feed_no_llm(system, samples):
     from coalign.tables import replay_policy_samples
 
     assert replay_policy_samples(SYSTEMS[system]("qwen2.5-0.5b")) == samples
+
+
+def test_the_best_baseline_leaves_out_coalign_s_arms_and_the_references():
+    from coalign.compare import EXHAUSTIVE, best_baseline
+
+    scores = {"coalign": {250: [0.9]}, "coalign (warm start)": {250: [0.95]},
+              EXHAUSTIVE: {250: [0.99]}, "optuna tpe": {250: [0.5]},
+              "random search": {250: [0.6]}, "llm selector": {250: [0.6]}}
+    assert best_baseline(scores, 250) == "random search"  # the first listed on a tie
+    assert best_baseline({"coalign": {250: [0.9]}, EXHAUSTIVE: {250: [1.0]}}, 250) is None

@@ -91,11 +91,8 @@ def _versus_best(result, lookup, budget: float) -> Text:
     """coalign minus the baseline with the best mean at ``budget``, paired over the seeds'
     test questions (two seeds say nothing as a sample of seeds; the committed 20-seed files
     are in benchmarks/results/replay)."""
-    from coalign.compare import REFERENCES
-
-    baselines = [m for m in result.scores if m != "coalign" and m not in REFERENCES]
-    best = max(baselines, key=lambda m: result.summary(m, budget)["mean"])
-    d = result.paired_by_question(lookup, "coalign", best, budget)
+    best = result.best_baseline(budget)
+    d = None if best is None else result.paired_by_question(lookup, "coalign", best, budget)
     if d is None:
         return Text("–")
     style = "green" if d["lo"] > 0 else "red" if d["hi"] < 0 else None

@@ -10,6 +10,7 @@ from coalign.compare._comparison import (
     START,
     Comparison,
     anytime_svg,
+    best_baseline,
     compare,
     front_svg,
 )
@@ -37,6 +38,7 @@ from coalign.compare._model_methods import (
 
 __all__ = ["CEILINGS", "EXHAUSTIVE", "METHODS", "MODEL_METHODS", "REFERENCES", "START",
            "Comparison", "FrontPoint", "Lookup", "LoopMethod", "Method", "Split", "Trajectory",
-           "always_cheapest", "always_strongest", "anytime_svg", "coalign_method", "compare",
+           "always_cheapest", "always_strongest", "anytime_svg", "best_baseline", "coalign_method",
+           "compare",
            "draw_split", "exhaustive", "front", "front_svg", "llm_selector", "model_slots", "nsga2",
            "per_input_oracle", "random_search", "reinforce", "split_sizes", "tpe"]

@@ -35,6 +35,14 @@ EXHAUSTIVE = "best on validation (exhaustive)"
 REFERENCES = (START, EXHAUSTIVE, *CEILINGS)  # drawn dashed: not methods at a budget
 
 
+def best_baseline(scores: Mapping[str, Mapping[Any, Sequence[float]]], budget: Any) -> str | None:
+    """The method with the best mean test score at ``budget`` (a key of each method's scores)
+    that is a baseline: not one of coalign's arms (``coalign…``), not a reference or ceiling;
+    the first listed on a tie; None when there is none."""
+    baselines = [m for m in scores if not m.startswith("coalign") and m not in REFERENCES]
+    return max(baselines, key=lambda m: float(np.mean(scores[m][budget])), default=None)
+
+
 @dataclass
 class Comparison:
     """Test score and test cost per query per method, budget and seed
@@ -60,6 +68,10 @@ class Comparison:
         values = self.scores[method][budget]
         mean, lo, hi, _ = paired_bootstrap(values, [0.0] * len(values))
         return {"mean": mean, "lo": lo, "hi": hi}
+
+    def best_baseline(self, budget: float) -> str | None:
+        """The baseline with the best mean test score at ``budget`` (``best_baseline``)."""
+        return best_baseline(self.scores, budget)
 
     def paired(self, a: str, b: str, budget: float) -> dict[str, float]:
         """Mean test difference a - b over seeds, its bootstrap interval and P(a > b)."""
