@@ -49,15 +49,18 @@ from coalign.compare import (
     draw_split,
     front,
     front_svg,
+    mipro_method,
     model_slots,
     per_input_oracle,
     split_sizes,
 )
+from coalign.errors import ConfigError
 from coalign.params import Choice
 from coalign.tables import CandidateSpace, Table, find_tables
 
 PER_INSTANCE = "coalign (per-instance choices)"
 WARM = "coalign (warm start)"
+MIPRO = "dspy miprov2"
 
 
 def per_instance_gap(lookup: Lookup, result, sizes, slots: list[str]) -> dict:
@@ -106,8 +109,9 @@ def main() -> None:
                     help="train / val / test fractions of the finished questions")
     ap.add_argument("--level", default="greedy")
     ap.add_argument("--methods", nargs="+", default=["coalign", *METHODS, *MODEL_METHODS],
-                    help=f"of: coalign, {', '.join([*METHODS, *MODEL_METHODS])} (model-choice "
-                         "baselines only on spaces with model slots)")
+                    help=f"of: coalign, {', '.join([*METHODS, *MODEL_METHODS])}, {MIPRO!r} "
+                         "(model-choice baselines only on spaces with model slots; MIPROv2 "
+                         "only when named: it runs the system per trial)")
     ap.add_argument("--cost-cap", type=float, default=None, metavar="FRACTION",
                     help="quality under a cost cap: FRACTION of the all-strongest config's "
                          "cost per query")
@@ -165,6 +169,12 @@ def main() -> None:
             else:
                 print(f"{directory}: coalign left out, the table is not finished "
                       f"({len(rewards.questions)} of {len(table.space.questions)} questions)")
+        if MIPRO in args.methods:  # named only: it runs the system per trial
+            try:
+                mipro = mipro_method(directory, rewards.questions)
+                methods[MIPRO] = (mipro, mipro.anytime(sizes[1]))
+            except ConfigError as exc:
+                print(f"{directory}: {MIPRO} left out: {exc}")
         result = compare(lookup, sizes=sizes, seeds=seeds, budgets=args.budgets,
                          methods=methods, workers=args.workers)
         metric = table.space.task().metric_name

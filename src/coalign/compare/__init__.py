@@ -25,6 +25,7 @@ from coalign.compare._lookup import (
 )
 from coalign.compare._loop_arm import LoopMethod, coalign_method
 from coalign.compare._methods import exhaustive, random_search, reinforce, tpe
+from coalign.compare._mipro import MiproMethod, mipro_method
 from coalign.compare._model_methods import (
     MODEL_METHODS,
     FrontPoint,
@@ -37,8 +38,10 @@ from coalign.compare._model_methods import (
 )
 
 __all__ = ["CEILINGS", "EXHAUSTIVE", "METHODS", "MODEL_METHODS", "REFERENCES", "START",
-           "Comparison", "FrontPoint", "Lookup", "LoopMethod", "Method", "Split", "Trajectory",
+           "Comparison", "FrontPoint", "Lookup", "LoopMethod", "Method", "MiproMethod", "Split",
+           "Trajectory",
            "always_cheapest", "always_strongest", "anytime_svg", "best_baseline", "coalign_method",
            "compare",
-           "draw_split", "exhaustive", "front", "front_svg", "llm_selector", "model_slots", "nsga2",
+           "draw_split", "exhaustive", "front", "front_svg", "llm_selector", "mipro_method",
+           "model_slots", "nsga2",
            "per_input_oracle", "random_search", "reinforce", "split_sizes", "tpe"]

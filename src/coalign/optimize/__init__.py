@@ -33,7 +33,10 @@ from coalign.optimize._text import EDITS, META, TextOptimizer, clean_proposal
 from coalign.optimize._weights import ReinforceWeightsOptimizer, WeightsValue
 
 _DSPY_EXPORTS = {"engine_response": "_dspy", "request_messages": "_dspy",
-                 "dspy_optimize": "_dspy_optimize"}
+                 "dspy_optimize": "_dspy_optimize", "CoalignProgram": "_dspy",
+                 "CoalignDSPyLM": "_dspy", "CoalignEngine": "_dspy", "EXAMPLE_ID": "_dspy",
+                 "llm_components": "_dspy", "to_dspy_program": "_dspy",
+                 "from_dspy_program": "_dspy"}
 
 
 def __getattr__(name: str) -> object:
@@ -45,13 +48,15 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'coalign.optimize' has no attribute {name!r}")
 
 
-__all__ = ["BaseLocalOptimizer", "BudgetSpec", "Categorical", "EDITS", "EditMutator",
+__all__ = ["BaseLocalOptimizer", "BudgetSpec", "Categorical", "CoalignDSPyLM", "CoalignEngine",
+           "CoalignProgram", "EDITS", "EXAMPLE_ID", "EditMutator",
            "ExpChoiceOptimizer", "Gate", "KINDS", "LEGACY", "Ledger", "LocalContext", "LocalView",
            "LoopSettings", "META", "NoopOptimizer", "Optimizer", "Outcome", "ParamKind",
            "ParetoTextOptimizer", "Policies", "ReinforceResult", "ReinforceWeightsOptimizer",
            "RewardSelector", "RolloutAsk", "RunningBaseline", "Scored", "StepRecord", "StepState",
            "TextOptimizer", "WeightsValue", "checked_steps", "choice_costs", "clean_proposal",
-           "dspy_optimize", "engine_response", "legacy_conflict", "load_frozen",
+           "dspy_optimize", "engine_response", "from_dspy_program", "legacy_conflict",
+           "llm_components", "load_frozen", "to_dspy_program",
            "optimizer_problem", "paired_bootstrap", "planned_runs", "policies_of", "policy_suffix",
            "prefix_discount", "random_search", "reinforce_search", "request_messages",
            "selector_dir", "softmax", "value_key"]

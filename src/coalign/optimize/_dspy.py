@@ -284,10 +284,13 @@ def llm_components(system: System) -> list[LLMComponent]:
 
 
 def to_dspy_program(system: System, config: SystemConfig | None = None,
-                    runtime: Runtime | None = None, meter: DSPyMeter | None = None) -> Any:
-    """A ``dspy.Module`` computing what ``system.run`` computes under ``config``."""
+                    runtime: Runtime | None = None, meter: DSPyMeter | None = None,
+                    cls: type[CoalignProgram] | None = None) -> Any:
+    """A ``dspy.Module`` computing what ``system.run`` computes under ``config``. ``cls``: a
+    ``CoalignProgram`` subclass whose ``forward`` runs the system its own way (the replay
+    MIPROv2 method runs coalign's ``System.run`` under the predictors' prompts)."""
     config = config if config is not None else system.default_config()
-    return CoalignProgram(_Shared(system, config, runtime or Runtime(), meter))
+    return (cls or CoalignProgram)(_Shared(system, config, runtime or Runtime(), meter))
 
 
 def from_dspy_program(program: Any, system: System,
