@@ -244,3 +244,43 @@ def test_adapter_on_the_local_smollm2():
         state = system.run(q, {"question": q}, system.default_config(), rt).state
         assert (pred.info, pred.answer) == (state["info"], state["answer"])
     assert meter.calls == 4 and meter.runs == pytest.approx(2.0)
+
+
+def test_a_component_s_own_routing_is_followed_as_system_run_follows_it():
+    """code_gen's reviser answers a passing problem itself and may hide the code: the program
+    makes exactly the requests system.run makes (it once called the reviser every time)."""
+    from coalign.systems._code import code_gen
+
+    task = code_gen("fake")
+    replies = {"Write a Python": "```python\ndef f(x):\n    return x * 2\n```",
+               "Write three": "assert f(1) == 2"}
+
+    def reply(req):
+        first = req.messages[0].content
+        return next((r for k, r in replies.items() if first.startswith(k)), "```python\n```")
+
+    seen = []
+    lm = FakeLM(lambda req: seen.append(req) or reply(req), "fake")
+    rt = Runtime(lms={"fake": lm}, max_workers=1)
+    cases = [{"task": "double x", "example_test": "assert f(3) == 6"},  # passes: no revision
+             {"task": "triple x", "example_test": "assert f(3) == 9"}]  # fails: revised
+    config = task.system.default_config().with_value("reviser", "sees_code", False)
+    program = to_dspy_program(task.system, config, rt)
+    with dspy.context(lm=CoalignDSPyLM(CoalignEngine(rt, "fake"))):
+        preds = [program(**x) for x in cases]
+    via_dspy, seen[:] = list(seen), []
+    traces = [task.system.run(f"c{i}", x, config, rt) for i, x in enumerate(cases)]
+    assert via_dspy == seen and len(seen) == 5  # 2 + 2 calls, and one revision
+    assert "def f" not in seen[-1].messages[-1].content  # sees_code off: the code is hidden
+    assert [p["final_code"] for p in preds] == [t.state["final_code"] for t in traces]
+
+
+def test_a_component_overriding_forward_is_refused():
+    class Custom(LLMComponent):
+        def forward(self, inputs, config, ctx):
+            return super().forward(inputs, config, ctx)
+
+    system = System("c", [Custom("a", ["question"], "answer", "Answer.", model="fake")],
+                    ["question"], "answer")
+    with pytest.raises(ConfigError, match=r"\['a'\] override forward.*route instead"):
+        to_dspy_program(system)

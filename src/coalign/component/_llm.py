@@ -121,8 +121,19 @@ class LLMComponent(Component):
         extra = sorted(k for k in demo if k not in order and k != self.output)
         return {k: demo[k] for k in (*declared, *extra)}
 
+    def route(self, inputs: dict[str, Any], config: Mapping[str, Any],
+              ctx: RunContext) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """Before the model call: (the outputs to return without one, or None; the inputs the
+        model is shown). A subclass that answers some inputs itself or hides a field overrides
+        this rather than ``forward``, so every caller of the model (the DSPy adapter too)
+        follows it."""
+        return None, inputs
+
     def forward(self, inputs: dict[str, Any], config: Mapping[str, Any],
                 ctx: RunContext) -> dict[str, Any]:
+        done, inputs = self.route(inputs, config, ctx)
+        if done is not None:
+            return done
         model = (self.param_value(config, "model", inputs, ctx) if self._per_call_model
                  else self.model)
         request = LMRequest(self.messages(inputs, config["prompt"]), max_tokens=self.max_tokens)

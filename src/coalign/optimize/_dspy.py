@@ -251,8 +251,12 @@ class CoalignProgram(dspy.Module):
                                                          example_id="dspy").outputs)
                     continue
                 x = {f: fields.get(f) for f in (*comp.inputs, *comp.optional_inputs)}
-                model = (comp.param_value(s.config[name], "model", x,
-                                          RunContext(s.runtime, name, "dspy", 0))
+                ctx = RunContext(s.runtime, name, "dspy", 0)
+                done, x = comp.route(x, s.config[name], ctx)  # e.g. a reviser with no failure
+                if done is not None:
+                    fields.update(done)
+                    continue
+                model = (comp.param_value(s.config[name], "model", x, ctx)
                          if "model" in comp.params else comp.model)
                 token = _CALL.set((name, model))
                 try:
@@ -278,6 +282,10 @@ def llm_components(system: System) -> list[LLMComponent]:
         raise ConfigError(f"components {routed} are conditional or loop back; the DSPy adapter "
                           "takes straight DAGs only")
     llm = [c for c in system.components if isinstance(c, LLMComponent)]
+    custom = [c.name for c in llm if type(c).forward is not LLMComponent.forward]
+    if custom:  # the program calls the predictor where the component would call the model
+        raise ConfigError(f"LLM components {custom} override forward, which the DSPy adapter "
+                          "cannot follow; override LLMComponent.route instead")
     if not llm:
         raise ConfigError(f"system {system.name!r} has no LLMComponent for DSPy to optimize")
     return llm

@@ -133,13 +133,13 @@ class Reviser(LLMComponent):
         self.params["sees_code"] = Choice([True, False], sees_code,
                                           description="show the failed code to the reviser")
 
-    def forward(self, inputs: dict[str, Any], config: Mapping[str, Any],
-                ctx: RunContext) -> dict[str, Any]:
+    def route(self, inputs: dict[str, Any], config: Mapping[str, Any],
+              ctx: RunContext) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         if not inputs["feedback"]:
-            return {self.output: inputs["code"]}
+            return {self.output: inputs["code"]}, inputs
         if not self.param_value(config, "sees_code", inputs, ctx):
             inputs = {k: v for k, v in inputs.items() if k != "code"}
-        return super().forward(inputs, config, ctx)
+        return None, inputs
 
 
 def pass_at_1(limits: Limits | None = None):
