@@ -186,6 +186,9 @@ def main() -> None:
               f"costs {result.exhaustive_cost:.0f} runs"
               + ("" if lookup.cap is None else
                  f"; cost cap {lookup.cap:.2f} s per query ({args.cost_cap:g} x all-strongest)"))
+        for m, stats in result.stats.items():  # what a run did, mean over seeds
+            print(f"  {m} run at {max(args.budgets):g}: "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in stats.items()))
         competitors = list(methods)
         out = {"questions": len(rewards.questions), "configs": lookup.n_configs,
                "metric": metric, "replay_s": replay_s, **result.to_json(), "paired": {}}

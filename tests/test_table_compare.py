@@ -356,3 +356,22 @@ def test_the_best_baseline_leaves_out_coalign_s_arms_and_the_references():
               "random search": {250: [0.6]}, "llm selector": {250: [0.6]}}
     assert best_baseline(scores, 250) == "random search"  # the first listed on a tie
     assert best_baseline({"coalign": {250: [0.9]}, EXHAUSTIVE: {250: [1.0]}}, 250) is None
+
+
+def test_a_method_s_run_stats_are_averaged_over_the_seeds():
+    """What a method's run reports (e.g. MIPROv2's refused calls) reaches the result file:
+    the run at the largest budget, per seed, averaged."""
+    from coalign.compare import Trajectory, compare
+
+    def counting(lookup, split, limit, seed):
+        t = Trajectory("counting")
+        t.trials.append((10.0, 1, 0.5))
+        t.stats.update(refused=float(seed + limit), runs=limit)
+        return t
+
+    lk = grid_lookup(n_questions=40, seed=1)
+    result = compare(lk, sizes=(10, 10, 20), seeds=[0, 2], budgets=[40, 100],
+                     methods={"counting": (counting, False), "again": (counting, True)})
+    assert result.stats["counting"] == {"refused": 101.0, "runs": 100.0}
+    assert result.stats["again"] == result.stats["counting"]
+    assert result.to_json()["method_stats"] == result.stats

@@ -59,6 +59,9 @@ class Comparison:
     cap: float | None = None
     # the config each method returned (``picks[method][budget][seed]``, a lookup index)
     picks: dict[str, dict[float, list[int]]] = field(default_factory=dict)
+    # what each method's run at the largest budget reported (``Trajectory.stats``: refused
+    # calls, validations, …), averaged over the seeds
+    stats: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def mean_cost(self, method: str, budget: float) -> float:
         values = self.costs.get(method, {}).get(budget) or [0.0]
@@ -103,6 +106,7 @@ class Comparison:
                 "test_cost_per_query": {m: {str(b): v for b, v in by.items()}
                                         for m, by in self.costs.items()},
                 "picks": {m: {str(b): v for b, v in by.items()} for m, by in self.picks.items()},
+                "method_stats": self.stats,
                 "summary": {m: {str(b): {**self.summary(m, b),
                                          "cost_per_query": self.mean_cost(m, b)} for b in by}
                             for m, by in self.scores.items()}}
@@ -129,20 +133,25 @@ def compare(lookup: Lookup, *, sizes: Sequence[int], seeds: Sequence[int],
             per_seed = list(pool.map(_seed_scores, *zip(*jobs, strict=True)))
     else:
         per_seed = [_seed_scores(*job) for job in jobs]
-    for start, scores, costs, picked in per_seed:
+    for start, scores, costs, picked, _ in per_seed:
         out.start.append(start)
         for name, by_budget in scores.items():
             for b, value in by_budget.items():
                 out.scores[name][b].append(value)
                 out.costs[name][b].append(costs[name][b])
                 out.picks[name][b].append(picked.get(name, {}).get(b, -1))
+    for name in methods:
+        keys = sorted({k for *_, stats in per_seed for k in stats.get(name, {})})
+        if keys:
+            out.stats[name] = {k: float(np.mean([s.get(name, {}).get(k, 0.0)
+                                                 for *_, s in per_seed])) for k in keys}
     return out
 
 
 def _seed_scores(lookup: Lookup, sizes: Sequence[int], seed: int, budgets: Sequence[float],
                  methods: Mapping[str, tuple[Method, bool]],
                  ) -> tuple[float, dict[str, dict[float, float]], dict[str, dict[float, float]],
-                            dict[str, dict[float, int]]]:
+                            dict[str, dict[float, int]], dict[str, dict[str, float]]]:
     """One seed: the start config's test score, and each method's and reference's test score,
     test cost per query and returned config per budget. A method returns the best config on
     validation within the cap among those it evaluated (the start when none is)."""
@@ -153,13 +162,15 @@ def _seed_scores(lookup: Lookup, sizes: Sequence[int], seed: int, budgets: Seque
         return lookup.feasible(config, split.val)
 
     picked: dict[str, dict[float, int]] = {}
+    stats: dict[str, dict[str, float]] = {}
     for name, (method, anytime) in methods.items():
         if anytime:
-            full = method(lookup, split, max(budgets), seed)
-            picks = {b: full.at(b, feasible) for b in budgets}
+            runs = dict.fromkeys(budgets, method(lookup, split, max(budgets), seed))
         else:
-            picks = {b: method(lookup, split, b, seed).at(b, feasible) for b in budgets}
+            runs = {b: method(lookup, split, b, seed) for b in budgets}
+        picks = {b: run.at(b, feasible) for b, run in runs.items()}
         picked[name] = {b: p or 0 for b, p in picks.items()}  # nothing affordable: the start
+        stats[name] = dict(runs[max(budgets)].stats)
     allowed = np.array([feasible(c) for c in range(lookup.n_configs)])
     val_means = np.where(allowed, lookup.scores[:, list(split.val)].mean(axis=1), -np.inf)
     test_means = lookup.scores[:, list(split.test)].mean(axis=1)
@@ -176,7 +187,7 @@ def _seed_scores(lookup: Lookup, sizes: Sequence[int], seed: int, budgets: Seque
     oracle = float(lookup.scores[:, list(split.test)].max(axis=0).mean())
     scores[CEILINGS[1]] = {b: oracle for b in budgets}
     costs[CEILINGS[1]] = {b: float("nan") for b in budgets}
-    return start, scores, costs, picked
+    return start, scores, costs, picked, stats
 
 
 def _one_thread() -> None:
