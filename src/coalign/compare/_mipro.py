@@ -145,6 +145,10 @@ class MiproMethod:
                             minibatch_full_eval_steps=STEPS)
             except _Spent:
                 trajectory.stats["stopped_by_budget"] = 1
+            except ValueError as exc:  # on a small space MIPRO runs out of programs it has not
+                if "No valid program found" not in str(exc):  # fully evaluated and gives up:
+                    raise  # its answer is the best of those evaluations, as at any stop
+                trajectory.stats["exhausted"] = 1
             finally:
                 log.setLevel(level)
         trajectory.stats.update(planned_trials=trials, refused=run.refused, spent=run.spent)
