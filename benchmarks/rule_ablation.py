@@ -24,6 +24,8 @@ Variants (rule numbers of docs/optimize.md's rules table):
 - ``features-lrf`` / ``embedding-lrf`` (settings, not rules): the local rewards read only the
   cheap features (``reward_embedding: false``, the default since the replay tables' alignment
   figures) or the MiniLM embedding too (``reward_embedding: true``, the default before).
+- ``checks-sum``: the heads trained on every pair alone and the checks added after, instead
+  of on what the checks leave unexplained (``TrainConfig.residual_heads``).
 - ``no-checks`` (a setting): the local rewards without the components' gold-free checks
   (``reward_checks: false``; code_gen's "passes the example test", docs/rewards.md).
 - ``bootstrap-gate`` (a setting): the gate accepts a change only when a paired bootstrap over
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -54,9 +57,11 @@ from typing import Any
 
 import numpy as np
 
+import coalign.job
 from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import Lookup, Method, Split, Trajectory, coalign_method, compare, split_sizes
 from coalign.optimize import _base, _choice, _gate, _loop, _step, value_key
+from coalign.rewards import TrainConfig
 from coalign.rollouts import Collection, RolloutSpec, collect_pairs
 from coalign.tables import Table
 
@@ -132,6 +137,9 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "features-lrf": [],
     "embedding-lrf": [],
     "no-checks": [],
+    # the checks added to heads trained on every pair alone (not on the checks' residual)
+    "checks-sum": [(coalign.job, "TrainConfig",
+                    functools.partial(TrainConfig, residual_heads=False))],
     "bootstrap-gate": [],
     "early-reject": [],
     # checked every 10 validation inputs instead of 25: a 30-input validation can stop at all

@@ -85,9 +85,16 @@ def test_a_check_adds_its_weight_to_the_heads_score():
     passes = np.array([1.0] * 4 + [0.0] * 5)
     weight = math.log(19 / 3)
     assert checked.check_weights("gen") == [pytest.approx(weight)]
-    # the heads learn the same from the same pairs; the check adds weight × pass to each item
-    assert np.allclose(checked.score_batch("gen", items),
+    # the score is the head's plus weight × pass; the head learned what the check leaves over
+    emb, feats = checked.encode("gen", items)
+    head = checked.heads["gen"](emb, feats).detach().double().numpy()
+    assert np.allclose(checked.score_batch("gen", items), head + weight * passes)
+    # without residual training the head is the plain model's, the check added after
+    summed = model(residual_heads=False)
+    summed.fit(train)
+    assert np.allclose(summed.score_batch("gen", items),
                        plain.score_batch("gen", items) + weight * passes)
+    assert not np.allclose(head, plain.score_batch("gen", items))
     assert np.allclose(check_scores((CHECK,), (0.0,), items), 0.0)
     off = model(use_checks=False)
     off.fit(train)

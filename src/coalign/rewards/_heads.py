@@ -42,6 +42,8 @@ class TrainConfig:
         buffer_size: replay buffer capacity per component.
         use_checks: add the gold-free checks components declare (``coalign.rewards.Check``),
             weighed by the pairs' evidence, to the heads' scores.
+        residual_heads: with checks, train each head on what its checks leave unexplained
+            (their weighted scores a fixed part of every item's score in the loss).
     """
 
     head: str = "linear"
@@ -61,6 +63,7 @@ class TrainConfig:
     replay_ratio: float = 3.0
     buffer_size: int = 1000
     use_checks: bool = True
+    residual_heads: bool = True
 
     def __post_init__(self) -> None:
         if not (self.use_embedding or self.use_features):
@@ -143,8 +146,14 @@ def train_head(
     batch_size: int,
     max_steps: int,
     seed: int,
+    offset: torch.Tensor | None = None,
 ) -> float:
-    """Minimize the pairwise loss over (chosen[i], rejected[i]) item indices; returns final loss."""
+    """Minimize the pairwise loss over (chosen[i], rejected[i]) item indices; returns final loss.
+    ``offset``: a fixed score per item added to the head's (the checks' part of the reward), so
+    the head learns what the offset leaves unexplained."""
+    if offset is None:
+        offset = torch.zeros(len(emb))
+    offset = offset.to(torch.float32)
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=weight_decay)
     n = len(chosen)
@@ -155,7 +164,8 @@ def train_head(
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
             c, r = chosen[idx], rejected[idx]
-            loss = pairwise_loss(head(emb[c], feats[c]), head(emb[r], feats[r]))
+            loss = pairwise_loss(head(emb[c], feats[c]) + offset[c],
+                                 head(emb[r], feats[r]) + offset[r])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -166,6 +176,5 @@ def train_head(
             break
     head.eval()
     with torch.no_grad():
-        return float(
-            pairwise_loss(head(emb[chosen], feats[chosen]), head(emb[rejected], feats[rejected]))
-        )
+        return float(pairwise_loss(head(emb[chosen], feats[chosen]) + offset[chosen],
+                                   head(emb[rejected], feats[rejected]) + offset[rejected]))

@@ -187,6 +187,7 @@ class LocalRewardModel(BaseRewardModel):
             k = int(round(self.config.replay_ratio * len(fresh)))
             replay = self.buffer.sample(component, k)
             report.replayed[component] = len(replay)
+            self._weigh_checks(component, fresh, more=True)
             data = self._tensors(component, fresh + replay, report)
             head = self.heads.get(component)
             if head is None:
@@ -196,7 +197,6 @@ class LocalRewardModel(BaseRewardModel):
                 head.set_feature_stats(data[1])
                 self.heads[component] = head
             self._train(component, head, data, report, stage=2)
-            self._weigh_checks(component, fresh, more=True)
             self.buffer.add(fresh)
         return report
 
@@ -214,8 +214,9 @@ class LocalRewardModel(BaseRewardModel):
 
     def _tensors(
         self, component: str, pairs: list[PreferencePair], report: FitReport
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Distinct items' (emb, feats) plus chosen/rejected index vectors."""
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Distinct items' (emb, feats), chosen/rejected index vectors and each item's fixed
+        offset in training (its checks' part of the score; zeros without residual heads)."""
         start = time.perf_counter()
         index: dict[str, int] = {}
         items: list[Item] = []
@@ -228,9 +229,13 @@ class LocalRewardModel(BaseRewardModel):
                     items.append((pair.inputs, outputs))
                 sink.append(index[key])
         emb, feats = self.encode(component, items)
+        offset = torch.zeros(len(items))
+        if self.config.residual_heads:
+            offset = torch.from_numpy(check_scores(self.checks.get(component, ()),
+                                                   self.check_weights(component), items))
         report.embed_s += time.perf_counter() - start
         report.pairs[component] = report.pairs.get(component, 0) + len(pairs)
-        return emb, feats, torch.tensor(chosen), torch.tensor(rejected)
+        return emb, feats, torch.tensor(chosen), torch.tensor(rejected), offset
 
     def _epochs(self, n_pairs: int) -> int:
         """Stage-1 epochs: ``epochs``, raised so that small pair sets still get ``min_steps``."""
@@ -241,7 +246,7 @@ class LocalRewardModel(BaseRewardModel):
         self,
         component: str,
         head: ComponentHead,
-        data: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+        data: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
         report: FitReport,
         stage: int,
     ) -> None:
@@ -249,7 +254,8 @@ class LocalRewardModel(BaseRewardModel):
         start = time.perf_counter()
         report.final_loss[component] = train_head(
             head,
-            *data,
+            *data[:4],
+            offset=data[4],
             epochs=self._epochs(len(data[2])) if stage == 1 else cfg.adapt_epochs,
             lr=cfg.lr if stage == 1 else cfg.adapt_lr,
             weight_decay=cfg.weight_decay,
