@@ -216,11 +216,11 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
                                    checks)
         checked.fit(train)
         acc["checks_lrf"] = pairwise_accuracy(checked, test)
-        # side by side: the head trained on every pair alone, the checks added after
-        summed = LocalRewardModel(bb, descriptions, TrainConfig(use_embedding=False, head=head,
-                                                                residual_heads=False), checks)
-        summed.fit(train)
-        acc["checks_sum_lrf"] = pairwise_accuracy(summed, test)
+        # side by side: the head trained on what the checks leave unexplained
+        residual = LocalRewardModel(bb, descriptions, TrainConfig(
+            use_embedding=False, head=head, residual_heads=True), checks)
+        residual.fit(train)
+        acc["checks_residual_lrf"] = pairwise_accuracy(residual, test)
     if finetune:  # MiniLM with LoRA adapters trained jointly with the heads on the train pairs
         tuned = LocalRewardModel(make_backbone("minilm"), descriptions,
                                  TrainConfig(use_embedding=True, head=head))

@@ -24,8 +24,8 @@ Variants (rule numbers of docs/optimize.md's rules table):
 - ``features-lrf`` / ``embedding-lrf`` (settings, not rules): the local rewards read only the
   cheap features (``reward_embedding: false``, the default since the replay tables' alignment
   figures) or the MiniLM embedding too (``reward_embedding: true``, the default before).
-- ``checks-sum``: the heads trained on every pair alone and the checks added after, instead
-  of on what the checks leave unexplained (``TrainConfig.residual_heads``).
+- ``checks-residual``: the heads trained on what the checks leave unexplained instead of on
+  the pairs alone with the checks added after (``TrainConfig.residual_heads``).
 - ``no-checks`` (a setting): the local rewards without the components' gold-free checks
   (``reward_checks: false``; code_gen's "passes the example test", docs/rewards.md).
 - ``bootstrap-gate`` (a setting): the gate accepts a change only when a paired bootstrap over
@@ -137,9 +137,9 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "features-lrf": [],
     "embedding-lrf": [],
     "no-checks": [],
-    # the checks added to heads trained on every pair alone (not on the checks' residual)
-    "checks-sum": [(coalign.job, "TrainConfig",
-                    functools.partial(TrainConfig, residual_heads=False))],
+    # heads trained on what the checks leave unexplained (not on the pairs alone)
+    "checks-residual": [(coalign.job, "TrainConfig",
+                         functools.partial(TrainConfig, residual_heads=True))],
     "bootstrap-gate": [],
     "early-reject": [],
     # checked every 10 validation inputs instead of 25: a 30-input validation can stop at all

@@ -43,7 +43,8 @@ class TrainConfig:
         use_checks: add the gold-free checks components declare (``coalign.rewards.Check``),
             weighed by the pairs' evidence, to the heads' scores.
         residual_heads: with checks, train each head on what its checks leave unexplained
-            (their weighted scores a fixed part of every item's score in the loss).
+            (their weighted scores a fixed part of every item's score in the loss) instead of
+            on the pairs alone with the checks added after.
     """
 
     head: str = "linear"
@@ -63,7 +64,7 @@ class TrainConfig:
     replay_ratio: float = 3.0
     buffer_size: int = 1000
     use_checks: bool = True
-    residual_heads: bool = True
+    residual_heads: bool = False
 
     def __post_init__(self) -> None:
         if not (self.use_embedding or self.use_features):
