@@ -19,7 +19,7 @@ are scored on the same sample beside it.
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,12 +65,14 @@ def known_good(system: str, examples: list[Example]) -> dict[str, dict[str, dict
     return out
 
 
-def gold_measures(system: str, examples: list[Example]) -> dict[str, Callable[..., float]]:
+def gold_measures(system: str, examples: list[Example],
+                  metric: Callable[[Any, Example], float]) -> dict[str, Callable[..., float]]:
     """Quality measures that read the gold answer (``fn(outputs, example_id)``); for code,
-    whether the code passes the hidden tests, and beside it whether it passes the example
-    test, which reads no gold (the test is an input): what a local reward could run."""
+    whether the code passes the hidden tests (the task's ``metric``), and beside it whether it
+    passes the example test, which reads no gold (the test is an input): what a local reward
+    could run."""
     if system == "code_gen":
-        return code_measures(examples)
+        return code_measures(examples, metric)
     if system != "multihop_qa":
         return {}
     by_id = {e.id: e for e in examples}
@@ -89,14 +91,10 @@ def gold_measures(system: str, examples: list[Example]) -> dict[str, Callable[..
     return {"answer in output": answer_in_output, "gold passages": gold_passages}
 
 
-def code_measures(examples: list[Example]) -> dict[str, Callable[..., float]]:
-    from coalign.sandbox import run_tests
-
+def code_measures(examples: list[Example], metric: Callable[[Any, Example], float]
+                  ) -> dict[str, Callable[..., float]]:
+    """Pass@1 (``metric``) on the hidden tests, and on the example test alone."""
     by_id = {e.id: e for e in examples}
-
-    @functools.cache
-    def passes(code: str, tests: tuple[str, ...], setup: str) -> float:
-        return float(bool(code.strip()) and run_tests(code, tests, setup=setup).passed)
 
     def code_of(outputs: dict) -> str:
         code = outputs.get("code", outputs.get("final_code"))
@@ -104,12 +102,10 @@ def code_measures(examples: list[Example]) -> dict[str, Callable[..., float]]:
 
     def example_test(outputs: dict, eid: str) -> float:
         e = by_id[eid]
-        return passes(code_of(outputs), (e.inputs["example_test"],),
-                      e.meta.get("test_setup", ""))
+        return metric(code_of(outputs), dataclasses.replace(e, target=(e.inputs["example_test"],)))
 
     def hidden_tests(outputs: dict, eid: str) -> float:
-        e = by_id[eid]
-        return passes(code_of(outputs), tuple(e.target), e.meta.get("test_setup", ""))
+        return metric(code_of(outputs), by_id[eid])
 
     return {"passes the example test (no gold)": example_test,
             "passes the hidden tests": hidden_tests}
@@ -227,7 +223,7 @@ def run(table_dir: Path, *, seed: int, backbone: str, train_share: float,
         finetune_backbone(tuned, train, FinetuneConfig(mode="lora", seed=seed))
         acc["lora_lrf"] = pairwise_accuracy(tuned, test)
     acc["shorter"] = pairwise_accuracy(shorter_output_reward(), test)
-    measures = gold_measures(system, test_q)
+    measures = gold_measures(system, test_q, task.metric)
     refs = known_good(system, test_q)
     rows: dict[str, dict] = {}
     for comp in comps:

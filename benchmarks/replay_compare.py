@@ -43,7 +43,6 @@ from coalign.compare import (
     START,
     Lookup,
     anytime_svg,
-    best_baseline,
     coalign_method,
     compare,
     draw_split,
@@ -206,10 +205,10 @@ def main() -> None:
                 print(f"  {ranked[0]} - {ranked[1]}: {d['mean']:+.3f} [{d['lo']:+.3f}, "
                       f"{d['hi']:+.3f}] P {d['p_better']:.2f}")
             # the question: coalign - the best baseline (and the same for the warm arm)
+            best = result.best_baseline(b)
             for arm, suffix in (("coalign", ""), (WARM, "_warm")):
                 if arm not in competitors:
                     continue
-                best = best_baseline({m: result.scores[m] for m in competitors}, b)
                 if best is not None:
                     d = result.paired(arm, best, b)
                     out.setdefault(f"coalign{suffix}_vs_best", {})[str(b)] = {"best": best,

@@ -17,7 +17,6 @@ run, minibatch runs included (every component executes once; no DAG here routes)
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from coalign.compare._lookup import Lookup, Split, Trajectory
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.errors import ConfigError
+from coalign.pairs import canonical_json
 from coalign.params import TextValue
 from coalign.tables import CandidateSpace, ReplayMiss, Table, config_indices, pool_examples
 
@@ -217,7 +217,7 @@ def _candidates(program: Any, space: CandidateSpace, task: Any
         raw = space.params.get(f"{name}.prompt", [spec.to_json(spec.default)])
         values = [TextValue.from_json(v) for v in raw]
         instructions.append(list(dict.fromkeys(v.instruction for v in values)))
-        demos = {json.dumps(v.to_json()["demos"], sort_keys=True): v.demos for v in values}
+        demos = {canonical_json(v.to_json()["demos"]): v.demos for v in values}
         demo_sets.append([[dspy.Example(**d) for d in ds] for ds in demos.values()])
     return instructions, demo_sets
 
