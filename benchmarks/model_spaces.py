@@ -6,6 +6,7 @@ which were made without the pool. ``--probe N`` writes the same space over N que
 every table's pool instead (the headroom probe that decides whether the space is built).
 
     python -m benchmarks.model_spaces code_gen_models --out benchmarks/tables/code_gen_models
+    python -m benchmarks.model_spaces code_gen_models3 --out benchmarks/tables/code_gen_models3
     python -m benchmarks.model_spaces code_gen_models --probe 30 \\
         --out benchmarks/tables/probe-code_gen_models
 """
@@ -70,6 +71,23 @@ def code_gen_models(probe: int) -> CandidateSpace:
                           samples=Samples(0, 1.0), notes=notes)
 
 
+def code_gen_models3(probe: int) -> CandidateSpace:
+    """code_gen_models with a third, cheap value for the reviser: the bundled SmolLM2-135M
+    (about a quarter of the 0.5B's seconds a call). A model slot of two values leaves a local
+    step one open value, so the local reward's pick cannot differ from a random one there; with
+    three it can. Only the reviser gets it: it is the last LLM, so its new value adds one call
+    per reviser request the table holds (built with ``--reuse code_gen_models``), where a third
+    generator or test-generator model would add every downstream call under it."""
+    space = code_gen_models(probe)
+    models = [*space.models, "smollm2-135m"]
+    params = {**space.params, "reviser.model": tuple(models)}
+    notes = {**space.notes, "reviser.model": [*space.notes["reviser.model"],
+                                               "bundled SmolLM2-135M (about 1/4 the seconds)"]}
+    return CandidateSpace(system=space.system, dataset=space.dataset, questions=space.questions,
+                          params=params, options={**space.options, "models": models},
+                          samples=space.samples, notes=notes)
+
+
 def multihop_qa_models(probe: int) -> CandidateSpace:
     """HotpotQA with 0.5B / 1.5B for the extractor and the answer writer (the rewriter stays on
     the 0.5B: its query matters little next to asking BM25 the question itself), k fixed at 3,
@@ -99,6 +117,7 @@ def multihop_qa_models(probe: int) -> CandidateSpace:
 
 
 SPACES: dict[str, Callable[[int], CandidateSpace]] = {"code_gen_models": code_gen_models,
+                                                      "code_gen_models3": code_gen_models3,
                                                       "multihop_qa_models": multihop_qa_models}
 
 
