@@ -66,6 +66,8 @@ def test_space_checks_and_roundtrip(tmp_path: Path) -> None:
     assert space.n_configs() == 8
     loaded = CandidateSpace.load(space.save(tmp_path).parent)
     assert loaded.digest == space.digest and loaded.questions == space.questions
+    # a directory given as a string, as users type it
+    assert CandidateSpace.load(str(space.save(str(tmp_path / "s")).parent)).digest == space.digest
     with pytest.raises(ConfigError, match="first value of retriever.k"):
         CandidateSpace(system="multihop_qa", dataset="hotpotqa", questions=("a",),
                        params={"retriever.k": (5, 3)})

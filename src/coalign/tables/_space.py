@@ -159,7 +159,8 @@ class CandidateSpace:
         return {**self.identity(), "digest": self.digest, "questions": list(self.questions),
                 "notes": dict(self.notes)}
 
-    def save(self, directory: Path) -> Path:
+    def save(self, directory: str | Path) -> Path:
+        directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / SPACE_FILE
         write_atomic(path, json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n")
@@ -190,8 +191,8 @@ class CandidateSpace:
         return space
 
     @classmethod
-    def load(cls, directory: Path) -> CandidateSpace:
-        path = directory / SPACE_FILE
+    def load(cls, directory: str | Path) -> CandidateSpace:
+        path = Path(directory) / SPACE_FILE
         if not path.is_file():
             raise ConfigError(f"{directory}: not a replay table (no {SPACE_FILE})")
         try:
