@@ -6,8 +6,14 @@ test (and validation) questions, with no LLM call. So the pick is judged where i
 through the end-of-run metric, where the gate, the reject memory and an exhausted space let a
 random order reach the same final config (``rule_ablation.py --variants random-pick``).
 
-Per decision with two or more open values besides the current one ("informative"; with one, a
-random pick is the local reward's pick by construction):
+Per decision with an open value besides the current one:
+
+- pick − random gain: where the pick leaves the config's test score (staying: unchanged) minus
+  where a uniform draw among the open values leaves it (``random-pick`` always moves), before
+  the gate. On a two-value slot this is the decision to move or stay.
+
+Per decision with two or more open values ("informative"; with one, a random pick is the local
+reward's pick by construction):
 
 - top − random: test score of the open value the local reward ranks highest, minus the mean
   over the open values (a uniform random pick's expectation);
@@ -120,10 +126,14 @@ def judge(d: Decision, lookup: Lookup, space: CandidateSpace, split: Split) -> d
                top_val=scores[top][1], random_val=statistics.fmean(v for _, v in scores[:-1]),
                top_is_best=(1.0 / len(winners)) if top in winners else 0.0,
                chance=1.0 / len(others), current_test=scores[-1][0])
-    if row["moved"]:
-        chosen = next(i for i, s in enumerate(others) if value_key(s.value) ==
-                      value_key(d.chosen))
-        row["move_gain"] = test[chosen] - scores[-1][0]
+    chosen = next((i for i, s in enumerate(others) if value_key(s.value) ==
+                   value_key(d.chosen)), None)
+    # before the gate: where the pick leaves the test score (staying: no change), against a
+    # uniform draw among the open values (random-pick, which always moves)
+    row["pick_gain"] = 0.0 if chosen is None else test[chosen] - scores[-1][0]
+    row["random_gain"] = row["random_test"] - scores[-1][0]
+    if chosen is not None:
+        row["move_gain"] = row["pick_gain"]
     return row
 
 
@@ -146,23 +156,32 @@ def seed_rows(table: Path, space: CandidateSpace, lookup: Lookup, questions: Seq
             if f"{d.component}.{d.param}" in space.params]
 
 
-def summarize(rows: Sequence[dict[str, Any]], seeds: Sequence[int]) -> dict[str, Any]:
-    """Per-seed means of the informative decisions (two or more open values), then the mean
-    over the seeds that had any, with a bootstrap 95% interval over seeds."""
+def _per_seed(rows: Sequence[dict[str, Any]], seeds: Sequence[int]) -> Any:
+    """A function of a key: its mean per seed over ``rows``, for the seeds that have rows;
+    None where fewer than two seeds have any."""
     by_seed: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        if r["open"] >= 2:
-            by_seed[r["seed"]].append(r)
+        by_seed[r["seed"]].append(r)
     used = [s for s in seeds if by_seed[s]]
-    out: dict[str, Any] = {"decisions": len(rows),
-                           "informative": sum(len(v) for v in by_seed.values()),
-                           "seeds_with_informative": len(used)}
     if len(used) < 2:
+        return None
+    return lambda key: [statistics.fmean(r[key] for r in by_seed[s]) for s in used]
+
+
+def summarize(rows: Sequence[dict[str, Any]], seeds: Sequence[int]) -> dict[str, Any]:
+    """Per-seed means, then the mean over the seeds that had any, with a bootstrap 95% interval
+    over seeds: the pick's gain against random-pick's over every decision with an open value,
+    the ranking over the informative ones (two or more open values)."""
+    out: dict[str, Any] = {"decisions": len(rows)}
+    some = _per_seed([r for r in rows if r["open"] >= 1], seeds)
+    if some is not None:
+        mean, lo, hi, _ = paired_bootstrap(some("pick_gain"), some("random_gain"))
+        out["pick_minus_random_gain"] = {"mean": mean, "lo": lo, "hi": hi}
+    informative = [r for r in rows if r["open"] >= 2]
+    out["informative"] = len(informative)
+    per_seed = _per_seed(informative, seeds)
+    if per_seed is None:
         return out
-
-    def per_seed(key: str) -> list[float]:
-        return [statistics.fmean(r[key] for r in by_seed[s]) for s in used]
-
     for what in ("test", "val"):
         mean, lo, hi, _ = paired_bootstrap(per_seed(f"top_{what}"), per_seed(f"random_{what}"))
         out[f"top_minus_random_{what}"] = {"mean": mean, "lo": lo, "hi": hi}
@@ -174,6 +193,10 @@ def summarize(rows: Sequence[dict[str, Any]], seeds: Sequence[int]) -> dict[str,
     out["moves"] = len(moves)
     out["move_gain_test"] = statistics.fmean(r["move_gain"] for r in moves) if moves else None
     return out
+
+
+def _cell(d: dict[str, float] | None) -> str:
+    return f"{d['mean']:+.3f} [{d['lo']:+.3f},{d['hi']:+.3f}]" if d else "-"
 
 
 def main() -> None:
@@ -208,14 +231,14 @@ def main() -> None:
                           for s in slots}, "rows": rows}
     print(f"{table.space.system}: {len(rewards.questions)} questions, split {sizes}, "
           f"{args.seeds} seeds to {args.limit:g} runs, {wall:.0f} s")
-    print(f"{'slot':<26} {'decisions':>9} {'inform.':>7} {'top - random (test)':>26} "
-          f"{'top is best':>11} {'chance':>6} {'moves':>5} {'move gain':>9}")
+    print(f"{'slot':<26} {'decisions':>9} {'pick - random gain':>26} {'inform.':>7} "
+          f"{'top - random (test)':>26} {'top is best':>11} {'chance':>6} {'moves':>5} "
+          f"{'move gain':>9}")
     for name, s in [("all", result["all"]), *result["by_slot"].items()]:
-        d = s.get("top_minus_random_test")
-        cell = f"{d['mean']:+.3f} [{d['lo']:+.3f},{d['hi']:+.3f}]" if d else "-"
         best = s.get("top_is_best") or {}
         gain = s.get("move_gain_test")
-        print(f"{name:<26} {s['decisions']:>9} {s['informative']:>7} {cell:>26} "
+        print(f"{name:<26} {s['decisions']:>9} {_cell(s.get('pick_minus_random_gain')):>26} "
+              f"{s['informative']:>7} {_cell(s.get('top_minus_random_test')):>26} "
               f"{best.get('rate', float('nan')):>11.2f} {best.get('chance', float('nan')):>6.2f} "
               f"{s.get('moves', 0):>5} {'-' if gain is None else format(gain, '+.3f'):>9}")
     if args.json:

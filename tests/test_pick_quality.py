@@ -62,18 +62,22 @@ def test_the_top_value_is_scored_as_the_table_scores_its_config(wide):
         want = lookup.score(lookup.config([picks[s] for s in lookup.slots]), split.test)
         assert row["top_test"] == pytest.approx(want)
         assert 0.0 <= row["top_is_best"] <= 1.0 and row["chance"] == 1 / row["open"]
+        assert row["pick_gain"] == (row.get("move_gain", 0.0))
 
 
 def test_the_summary_pairs_per_seed_means_and_leaves_out_one_value_decisions():
     rows = [{"seed": s, "open": 2, "moved": False, "top_test": 0.6, "random_test": 0.5,
-             "top_val": 0.7, "random_val": 0.5, "top_is_best": 1.0, "chance": 0.5}
-            for s in range(3)]
+             "top_val": 0.7, "random_val": 0.5, "top_is_best": 1.0, "chance": 0.5,
+             "pick_gain": 0.0, "random_gain": -0.1} for s in range(3)]
     rows.append({"seed": 0, "open": 1, "moved": True, "top_test": 0.0, "random_test": 0.0,
                  "top_val": 0.0, "random_val": 0.0, "top_is_best": 0.0, "chance": 1.0,
-                 "move_gain": -0.2})
+                 "move_gain": -0.2, "pick_gain": -0.2, "random_gain": -0.2})
     out = summarize(rows, [0, 1, 2])
     assert out["informative"] == 3 and out["decisions"] == 4
     assert out["top_minus_random_test"]["mean"] == pytest.approx(0.1)
     assert out["top_minus_random_val"]["mean"] == pytest.approx(0.2)
     assert out["top_is_best"]["rate"] == 1.0 and out["top_is_best"]["chance"] == 0.5
     assert out["moves"] == 1 and out["move_gain_test"] == pytest.approx(-0.2)
+    # seed 0: stayed (0 against -0.1) and moved as random would (-0.2 both): +0.05; seeds 1-2:
+    # +0.1 each
+    assert out["pick_minus_random_gain"]["mean"] == pytest.approx((0.05 + 0.1 + 0.1) / 3)
