@@ -172,7 +172,10 @@ def summarize(rows: Sequence[dict[str, Any]], seeds: Sequence[int]) -> dict[str,
     """Per-seed means, then the mean over the seeds that had any, with a bootstrap 95% interval
     over seeds: the pick's gain against random-pick's over every decision with an open value,
     the ranking over the informative ones (two or more open values)."""
-    out: dict[str, Any] = {"decisions": len(rows)}
+    moves = [r for r in rows if r["moved"] and "move_gain" in r]
+    out: dict[str, Any] = {"decisions": len(rows), "moves": len(moves),
+                           "move_gain_test": (statistics.fmean(r["move_gain"] for r in moves)
+                                              if moves else None)}
     some = _per_seed([r for r in rows if r["open"] >= 1], seeds)
     if some is not None:
         mean, lo, hi, _ = paired_bootstrap(some("pick_gain"), some("random_gain"))
@@ -189,9 +192,6 @@ def summarize(rows: Sequence[dict[str, Any]], seeds: Sequence[int]) -> dict[str,
     out["top_is_best"] = {"rate": statistics.fmean(per_seed("top_is_best")),
                           "chance": statistics.fmean(per_seed("chance")),
                           "minus_chance": {"mean": mean, "lo": lo, "hi": hi}}
-    moves = [r for r in rows if r["moved"] and "move_gain" in r]
-    out["moves"] = len(moves)
-    out["move_gain_test"] = statistics.fmean(r["move_gain"] for r in moves) if moves else None
     return out
 
 
