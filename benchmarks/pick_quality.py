@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks._patch import patched
 from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import Lookup, Split, coalign_method, draw_split, split_sizes
 from coalign.errors import ConfigError
@@ -84,17 +85,10 @@ def recording(decisions: list[Decision]) -> Iterator[None]:
             return chosen
         return pick
 
-    owners = [(_step, "expand", expand)] + [
-        (cls, "pick", wrap(cls.pick)) for cls in (_base.BaseLocalOptimizer,
-                                                  _choice.ExpChoiceOptimizer)]
-    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in owners]
-    try:
-        for owner, name, value in owners:
-            setattr(owner, name, value)
+    with patched([(_step, "expand", expand)] + [
+            (cls, "pick", wrap(cls.pick)) for cls in (_base.BaseLocalOptimizer,
+                                                      _choice.ExpChoiceOptimizer)]):
         yield
-    finally:
-        for owner, name, value in saved:
-            setattr(owner, name, value)
 
 
 def _scores(d: Decision, lookup: Lookup, space: CandidateSpace, split: Split,

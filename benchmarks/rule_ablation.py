@@ -47,17 +47,17 @@ Variants (rule numbers of docs/optimize.md's rules table):
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import coalign.job
+from benchmarks._patch import patched
 from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import Lookup, Method, Split, Trajectory, coalign_method, compare, split_sizes
 from coalign.optimize import _base, _choice, _gate, _loop, _step, value_key
@@ -90,18 +90,6 @@ def _unpooled(task: Any, component: str, examples: Any, config: Any, runtime: An
     parts = [collect_pairs(task, component, examples, config, runtime, sp, **kw) for sp in specs]
     return Collection([p for c in parts for p in c.pairs], [p for c in parts for p in c.ties],
                       parts[0].account, [t for c in parts for t in c.traces])
-
-
-@contextlib.contextmanager
-def _patched(patches: Sequence[tuple[Any, str, Any]]) -> Iterator[None]:
-    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
-    try:
-        for owner, name, value in patches:
-            setattr(owner, name, value)
-        yield
-    finally:
-        for owner, name, value in saved:
-            setattr(owner, name, value)
 
 
 def _raw_better(axes: Any, validated: Sequence[Any], current: Any, candidate: Any) -> bool:
@@ -170,7 +158,7 @@ def _settings(variant: str, proposals: str | None) -> dict[str, Any] | None:
 def _with_patches(method: Method, patches: Sequence[tuple[Any, str, Any]],
                   log: list[Trajectory]) -> Method:
     def run(lookup: Lookup, split: Split, limit: float, seed: int) -> Trajectory:
-        with _patched(patches):
+        with patched(patches):
             trajectory = method(lookup, split, limit, seed)
         log.append(trajectory)
         return trajectory
