@@ -91,14 +91,13 @@ def recording(decisions: list[Decision]) -> Iterator[None]:
         yield
 
 
-def _scores(d: Decision, lookup: Lookup, space: CandidateSpace, split: Split,
-            values: Sequence[Any]) -> list[tuple[float, float]]:
-    """(test, validation) mean score of the config with each value in the decision's slot."""
+def _scores(d: Decision, lookup: Lookup, space: CandidateSpace, questions: Sequence[int],
+            values: Sequence[Any]) -> list[float]:
+    """Mean score on ``questions`` of the config with each value in the decision's slot."""
     out = []
     for v in values:
         picks = config_indices(d.config.with_value(d.component, d.param, v).to_json(), space)
-        config = lookup.config([picks[s] for s in lookup.slots])
-        out.append((lookup.score(config, split.test), lookup.score(config, split.val)))
+        out.append(lookup.score(lookup.config([picks[s] for s in lookup.slots]), questions))
     return out
 
 
@@ -111,21 +110,21 @@ def judge(d: Decision, lookup: Lookup, space: CandidateSpace, split: Split) -> d
                            "moved": value_key(d.chosen) != now}
     if not others:
         return row
-    scores = _scores(d, lookup, space, split, [s.value for s in others] + [d.current])
-    test = [t for t, _ in scores[:-1]]
+    values = [s.value for s in others]
+    test = _scores(d, lookup, space, split.test, values)
+    val = _scores(d, lookup, space, split.val, values)
+    current = _scores(d, lookup, space, split.test, [d.current])[0]
     top = max(range(len(others)), key=lambda i: others[i].reward)  # earliest of ties
-    best = max(test)
-    winners = [i for i, t in enumerate(test) if t == best]
-    row.update(top_test=test[top], random_test=statistics.fmean(test),
-               top_val=scores[top][1], random_val=statistics.fmean(v for _, v in scores[:-1]),
+    winners = [i for i, t in enumerate(test) if t == max(test)]
+    row.update(top_test=test[top], random_test=statistics.fmean(test), top_val=val[top],
+               random_val=statistics.fmean(val),
                top_is_best=(1.0 / len(winners)) if top in winners else 0.0,
-               chance=1.0 / len(others), current_test=scores[-1][0])
-    chosen = next((i for i, s in enumerate(others) if value_key(s.value) ==
-                   value_key(d.chosen)), None)
+               chance=1.0 / len(others), current_test=current)
+    chosen = next((i for i, v in enumerate(values) if value_key(v) == value_key(d.chosen)), None)
     # before the gate: where the pick leaves the test score (staying: no change), against a
     # uniform draw among the open values (random-pick, which always moves)
-    row["pick_gain"] = 0.0 if chosen is None else test[chosen] - scores[-1][0]
-    row["random_gain"] = row["random_test"] - scores[-1][0]
+    row["pick_gain"] = 0.0 if chosen is None else test[chosen] - current
+    row["random_gain"] = row["random_test"] - current
     if chosen is not None:
         row["move_gain"] = row["pick_gain"]
     return row

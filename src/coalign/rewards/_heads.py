@@ -155,6 +155,10 @@ def train_head(
     if offset is None:
         offset = torch.zeros(len(emb))
     offset = offset.to(torch.float32)
+
+    def score(items: torch.Tensor) -> torch.Tensor:
+        return head(emb[items], feats[items]) + offset[items]
+
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=weight_decay)
     n = len(chosen)
@@ -165,8 +169,7 @@ def train_head(
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
             c, r = chosen[idx], rejected[idx]
-            loss = pairwise_loss(head(emb[c], feats[c]) + offset[c],
-                                 head(emb[r], feats[r]) + offset[r])
+            loss = pairwise_loss(score(c), score(r))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -177,5 +180,4 @@ def train_head(
             break
     head.eval()
     with torch.no_grad():
-        return float(pairwise_loss(head(emb[chosen], feats[chosen]) + offset[chosen],
-                                   head(emb[rejected], feats[rejected]) + offset[rejected]))
+        return float(pairwise_loss(score(chosen), score(rejected)))
