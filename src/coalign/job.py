@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from coalign.backends import build_runtime
+from coalign.cascade import Cascade, CascadeFit, CascadeResult, evaluate_cascade, fit_cascade
 from coalign.config import SystemConfig
 from coalign.data import Example, split
 from coalign.errors import ConfigError
@@ -45,14 +46,7 @@ class Job:
     def open(cls, cfg: RunConfig, run_dir: Path) -> Job:
         """Build (or reopen) the job in ``run_dir``; a different config there is refused.
         The system, metric and data are resolved and checked before the run dir is touched."""
-        task, pool = replay_task(cfg) if cfg.lm is not None else (
-            load_task(cfg.system, cfg.model, cfg.metric, cfg.models), None)
-        for field, apply in (("start", task.system.set_defaults),
-                             ("per_instance", task.system.set_per_instance)):
-            try:
-                apply(getattr(cfg, field))
-            except ConfigError as exc:
-                raise ConfigError(f"run config field {field!r}: {exc}") from None
+        task, pool = run_task(cfg)
         costs = choice_costs(task, cfg.choice_costs)  # checked before the run dir is touched
         s = cfg.split
         data = cfg.data if isinstance(cfg.data, str) else cfg.data.source()
@@ -80,6 +74,20 @@ class Job:
         return evaluate(self.task, self.test, config, self.optimizer.runtime_for(policies),
                         self.store, tag="test" + policy_suffix(policies))
 
+    def fit_cascade(self, depth: int = 1) -> CascadeFit:
+        """A cascade answering with the run's config, its fallbacks fitted on the validation
+        traces of every config the run validated in full (``coalign.cascade``)."""
+        if self.optimizer.policies:
+            raise ConfigError("cascade: the final config chooses a param per input with a "
+                              "selector; a cascade runs plain configs")
+        return fit_cascade(self.task, self.store, self.optimizer.config,
+                           validated_configs(self.task, self.store), depth)
+
+    def cascade_on_test(self, cascade: Cascade) -> CascadeResult:
+        """``cascade`` on the test split (each link stored under "test", resumable)."""
+        return evaluate_cascade(self.task, self.test, cascade, self.optimizer.runtime_for({}),
+                                self.store, tag="test")
+
     def evaluate_test(self) -> tuple[EvalResult, EvalResult]:
         """Test metric of the unoptimized and the optimized system (stored, resumable)."""
         opt = self.optimizer
@@ -106,6 +114,31 @@ class Job:
                          "test_before": prev, "test_after": after, "holds": after > prev})
             prev = after
         return rows
+
+
+def run_task(cfg: RunConfig) -> tuple[Task, list[Example] | None]:
+    """The run config's task with its ``start`` and ``per_instance`` applied, and on replay
+    (``lm: replay:DIR``) the table's pool."""
+    task, pool = replay_task(cfg) if cfg.lm is not None else (
+        load_task(cfg.system, cfg.model, cfg.metric, cfg.models), None)
+    for field, apply in (("start", task.system.set_defaults),
+                         ("per_instance", task.system.set_per_instance)):
+        try:
+            apply(getattr(cfg, field))
+        except ConfigError as exc:
+            raise ConfigError(f"run config field {field!r}: {exc}") from None
+    return task, pool
+
+
+def validated_configs(task: Task, store: RunStore) -> list[SystemConfig]:
+    """The start config and every config a ledger row names (a fully validated candidate, the
+    config after a step), in ledger order; a cascade's fallbacks are chosen among them."""
+    configs = [task.system.default_config()]
+    for _, _, row in store.steps():
+        for key in ("candidate", "config"):
+            if isinstance(row.get(key), dict):
+                configs.append(SystemConfig.from_json(task.system, row[key]))
+    return configs
 
 
 def resume_config(run_dir: Path) -> RunConfig:

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from coalign.backends import REPLAY, build_runtime
+from coalign.cascade import evaluate_cascade
 from coalign.cli._app import app, note
 from coalign.cli._endpoint import CONCURRENCY, RAY, RETRIES, TIMEOUT, endpoint_settings
 from coalign.config import SystemConfig, read_text_file, write_text_file
@@ -98,9 +99,17 @@ def run_evaluation(task: Task, data: str | DataFile, limit: int | None, run_dir:
                   transient=True) as bar:
         # the description column reads markup: a data path is escaped
         job = bar.add_task(escape(f"{task.system.name} on {name}"), total=len(examples))
-        result = evaluate(task, examples, loaded.config, loaded.runtime(runtime), store,
-                          tag=loaded.tag, on_done=lambda t: bar.advance(job))
+        if loaded.cascade is None:
+            result = evaluate(task, examples, loaded.config, loaded.runtime(runtime), store,
+                              tag=loaded.tag, on_done=lambda t: bar.advance(job))
+        else:
+            ran = evaluate_cascade(task, examples, loaded.cascade, runtime, store,
+                                   tag=loaded.tag, on_done=lambda t: bar.advance(job))
+            result = ran.result
     store.close()
+    if loaded.cascade is not None:
+        console.print(Text(f"cascade: {ran.escalated:.0%} of examples ran a fallback; "
+                           f"{ran.cost_per_query_s:.2f} model s an example over every link"))
     return result
 
 

@@ -17,6 +17,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from coalign.cascade import CANDIDATE_TAG
 from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.data import Example
@@ -383,6 +384,9 @@ class Optimizer:
                 self.reward.adapt(self._collect(fresh_batch(self._env(), t), "adapt",
                                                 components=paid))
             self._checkpoint(f"step{t}")
+        elif out.val_rewards:  # validated in full and rejected: a cascade's fallback
+            for tr in out.traces.values():
+                self.store.put_trace(CANDIDATE_TAG, tr)
         rec = StepRecord(t, out.component, out.param, out.accepted, out.before, out.after,
                          to_jsonable(out.value), out.why, time.perf_counter() - t0, out.reset,
                          out.state)

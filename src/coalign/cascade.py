@@ -1,0 +1,216 @@
+"""A per-input cascade: configs run in turn on an input until the system's output passes the
+gold-free checks its output component declares (code: the task's example test).
+
+A router that reads the *question* cannot tell which Choice value wins it (the
+``router_probe`` benchmark: which model a question needs is not in its text). A cascade reads
+the *output*: the optimized config answers; where its output fails the checks, the next config
+of the chain runs, and the first output that passes replaces it (none passes: the first
+answer stands). The checks' precision makes a replacement a gain in expectation (on MBPP,
+an output that passes the example test passes the hidden tests 0.87 of the time, one that
+fails 0.02), so the chain's depth is a cost knob: each link adds its model seconds on the
+inputs that reach it.
+
+``fit_cascade`` fits the chain from what a run already paid for: the validation traces of
+every config the loop validated in full (the loop keeps those of rejected candidates under
+``CANDIDATE_TAG``). ``evaluate_cascade`` runs a cascade over a dataset, stored and resumable
+as ``evaluate`` is: each link is an ``evaluate`` of its config on the inputs still failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from coalign.config import SystemConfig
+from coalign.data import Example
+from coalign.errors import ConfigError
+from coalign.runner import EvalResult, evaluate
+from coalign.runtime import Runtime
+from coalign.store import RunStore
+from coalign.task import Task
+from coalign.trace import Trace, Usage
+
+CANDIDATE_TAG = "val_candidate"  # validation traces of fully validated, rejected candidates
+
+
+def output_checks(task: Task) -> tuple[Any, ...]:
+    """The checks declared by the component that writes the system's output."""
+    system = task.system
+    return next(tuple(c.checks) for c in system.components if system.output in c.outputs)
+
+
+def check_output(task: Task, trace: Trace) -> float | None:
+    """The mean of the output checks on ``trace``'s output; None where none applies."""
+    output = {task.system.output: trace.state.get(task.system.output)}
+    got = [v for v in (c({**trace.inputs, **trace.state}, output) for c in output_checks(task))
+           if v is not None]
+    return float(np.mean(got)) if got else None
+
+
+def passes(task: Task, trace: Trace) -> bool:
+    """Whether ``trace``'s output passes every check (no check applies: it stands)."""
+    score = check_output(task, trace)
+    return score is None or score >= 1.0
+
+
+def fit_chain(scores: np.ndarray, passed: np.ndarray, depth: int) -> list[int]:
+    """Row indices of a cascade over ``scores[config, input]`` (row 0, the answering config,
+    first; at most ``depth`` fallbacks). Each next link is the unused row with the best mean
+    score on the inputs every earlier link failed (``passed`` False); ties go to the row that
+    passes there more often, then to the best mean overall. No stopping rule on the means: a
+    link's output is taken only where it passes and every earlier one failed."""
+    chain, left = [0], list(range(scores.shape[1]))
+    overall = scores.mean(axis=1)
+    while len(chain) <= depth and len(chain) < len(scores):
+        left = [q for q in left if not passed[chain[-1], q]]
+        unused = [r for r in range(len(scores)) if r not in chain]
+        key = [(scores[r, left].mean() if left else 0.0,
+                passed[r, left].mean() if left else 0.0, overall[r]) for r in unused]
+        chain.append(unused[max(range(len(unused)), key=key.__getitem__)])
+    return chain
+
+
+def answers(chain: Sequence[int], passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per input (a column of ``passed[config, input]``): the row whose output answers and how
+    many links ran (the first that passes stops the chain; none passes: row ``chain[0]``)."""
+    n = passed.shape[1]
+    answer, ran = np.full(n, chain[0]), np.full(n, len(chain))
+    for q in range(n):
+        for depth, row in enumerate(chain):
+            if passed[row, q]:
+                answer[q], ran[q] = row, depth + 1
+                break
+    return answer, ran
+
+
+@dataclass(frozen=True)
+class Cascade:
+    """``configs[0]`` answers; each next one runs where every earlier output failed."""
+
+    configs: tuple[SystemConfig, ...]
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.configs]
+
+    @classmethod
+    def from_json(cls, system: Any, raw: Any) -> Cascade:
+        if not isinstance(raw, list) or not raw:
+            raise ConfigError("'cascade' must be a non-empty list of configs")
+        return cls(tuple(SystemConfig.from_json(system, c) for c in raw))
+
+
+@dataclass(frozen=True)
+class CascadeFit:
+    """A fitted cascade and how it does on the validation inputs it was fitted on (in-sample:
+    an optimistic figure; the test split says what holds)."""
+
+    cascade: Cascade
+    candidates: int  # fully validated configs it was chosen from
+    val_single: float  # the answering config alone
+    val_cascade: float
+    escalated: float  # share of validation inputs whose first output failed the checks
+    cost_ratio: float  # model seconds per input, cascade / answering config alone
+
+    def to_json(self) -> dict[str, Any]:
+        return {"configs": self.cascade.to_json(), "candidates": self.candidates,
+                "val_single": self.val_single, "val_cascade": self.val_cascade,
+                "escalated": self.escalated, "cost_ratio": self.cost_ratio}
+
+
+def fit_cascade(task: Task, store: RunStore, config: SystemConfig,
+                configs: Sequence[SystemConfig], depth: int = 1) -> CascadeFit:
+    """The cascade answering with ``config`` whose fallbacks come from ``configs`` (the run's
+    validated configs), chosen on the validation traces stored for them: ``config``'s under
+    ``"val"``, a candidate's under ``"val"`` (once current) or ``CANDIDATE_TAG``. A candidate
+    without a trace on every validation input of ``config`` is left out.
+
+    Raises:
+        ConfigError: ``depth`` < 1, the output component declares no check, or ``config``
+            has no validation traces in ``store``.
+    """
+    if depth < 1:
+        raise ConfigError(f"cascade depth must be >= 1, got {depth}")
+    if not output_checks(task):
+        raise ConfigError(f"system {task.system.name!r}: its output component declares no "
+                          "check, so a cascade cannot tell a failed output")
+    first = {t.example_id: t for t in store.traces("val", config.digest)}
+    if not first:
+        raise ConfigError("the final config has no stored validation traces: run or resume "
+                          "the optimization first")
+    ids = sorted(first)
+    rows, found = [config], [[first[i] for i in ids]]
+    for c in configs:
+        if any(c.digest == r.digest for r in rows):
+            continue
+        stored = {t.example_id: t for tag in ("val", CANDIDATE_TAG)
+                  for t in store.traces(tag, c.digest)}
+        if all(i in stored for i in ids):
+            rows.append(c)
+            found.append([stored[i] for i in ids])
+    scores = np.array([[t.reward or 0.0 for t in ts] for ts in found])
+    passed = np.array([[passes(task, t) for t in ts] for ts in found])
+    costs = np.array([[t.cost_s() for t in ts] for ts in found])
+    chain = fit_chain(scores, passed, depth)
+    answer, ran = answers(chain, passed)
+    cols = np.arange(len(ids))
+    spent = [costs[chain[:r], q].sum() for q, r in zip(cols, ran, strict=True)]
+    return CascadeFit(Cascade(tuple(rows[i] for i in chain)), len(rows),
+                      float(scores[0].mean()), float(scores[answer, cols].mean()),
+                      float(np.mean(ran > 1)),
+                      float(np.mean(spent) / max(costs[0].mean(), 1e-9)))
+
+
+@dataclass(frozen=True)
+class CascadeResult:
+    """A cascade over a dataset: ``result`` holds the answering traces (their rewards and
+    every link's usage); ``ran[i]``: links run on example ``i``."""
+
+    result: EvalResult
+    ran: tuple[int, ...]
+    cost_per_query_s: float  # every link's model seconds, per example
+
+    @property
+    def escalated(self) -> float:
+        return float(np.mean([r > 1 for r in self.ran])) if self.ran else 0.0
+
+
+def evaluate_cascade(task: Task, examples: Sequence[Example], cascade: Cascade,
+                     runtime: Runtime, store: RunStore | None = None, *, tag: str = "eval",
+                     on_done: Any = None) -> CascadeResult:
+    """``cascade`` on ``examples``: link ``k`` is an ``evaluate`` of its config (stored and
+    resumable under ``tag``) on the examples every earlier link's output failed."""
+    todo, first_traces = list(examples), None
+    chosen: dict[str, Trace] = {}
+    ran = {e.id: 0 for e in examples}
+    usage, equiv, wall, resumed, spent = Usage(), 0.0, 0.0, 0, 0.0
+    for k, config in enumerate(cascade.configs):
+        if not todo:
+            break
+        last = k == len(cascade.configs) - 1
+        res = evaluate(task, todo, config, runtime, store, tag=tag,
+                       on_done=on_done if k == 0 else None)
+        usage.add(res.usage)
+        equiv, wall, resumed = equiv + res.equiv_runs, wall + res.wall_s, resumed + res.resumed
+        spent += sum(t.cost_s() for t in res.traces)
+        if first_traces is None:
+            first_traces = {t.example_id: t for t in res.traces}
+        failing = []
+        for e, trace in zip(todo, res.traces, strict=True):
+            ran[e.id] = k + 1
+            if passes(task, trace):
+                chosen[e.id] = trace
+            elif not last:
+                failing.append(e)
+        todo = failing
+    traces = [chosen.get(e.id) or (first_traces or {})[e.id] for e in examples]
+    mean = float(np.mean([t.reward or 0.0 for t in traces])) if traces else 0.0
+    result = EvalResult(traces, mean, wall, resumed, usage, equiv)
+    return CascadeResult(result, tuple(ran[e.id] for e in examples),
+                         spent / len(examples) if examples else 0.0)
+
+
+__all__ = ["CANDIDATE_TAG", "Cascade", "CascadeFit", "CascadeResult", "answers", "check_output",
+           "evaluate_cascade", "fit_cascade", "fit_chain", "output_checks", "passes"]
