@@ -1,152 +1,161 @@
 """A per-input cascade over Choice values, gated by the output's gold-free checks, on replay.
 
 ``router_probe`` showed that which Choice value wins a question cannot be read off the
-question's text. A cascade reads the *output* instead: it runs the base config (the best on
-validation), and where the system's output fails the checks its last component declares
-(code: the task's example test), it runs the next config of a chain and keeps the first output
-that passes. The chain holds configs that differ from the base only in the space's Choice
-slots (what a per-input policy may vary) and is fitted on the train and validation questions,
-as ``router_probe``'s router is: each next link is the sibling with the best mean reward on the
-fit questions every earlier link failed. Cost is counted in full: every config run on a
-question adds its model seconds (a shared upstream prefix is paid again; an upper bound).
+question's text. A cascade (``coalign.cascade``) reads the *output*: the answering config runs,
+and where the system's output fails the checks its last component declares (code: the task's
+example test), the next config of a chain runs; the first output that passes answers. Cost is
+counted in full: every config run on a question adds its model seconds.
 
-Per table and chain depth it prints the base, the cascade and the per-input oracle on test,
-the share of the oracle's gap the cascade closes, its cost against the base's, and the paired
-cascade - base interval over seeds; ``--json`` writes them with the per-seed figures. A table
-whose output component declares no check is reported as such.
+Two modes, 20 seeds each (the split of ``replay_compare``):
 
-    python -m benchmarks.cascade_probe [TABLE ...] [--seeds 20] [--depth 1 2] \
-        [--json benchmarks/results/replay/cascade_probe.json]
+* default, **the probe**: the answering config is the best on validation, and the chain is
+  fitted among the configs that differ from it only in the Choice slots (what a per-input
+  policy may vary), each known on every train and validation question (kinder than a run,
+  which pays for what it sees; as ``router_probe`` is).
+* ``--runs N``, **the run**: the loop (``coalign_method``, ``--proposals``) runs N equivalent
+  runs; ``Job.fit_cascade`` fits the chain on the validation traces of the configs it validated
+  in full, and ``Job.cascade_on_test`` runs it on the test questions from the table.
+
+Both print the answering config, the cascade and the per-input oracle (over the Choice slots,
+from the answering config) on test, the share of the oracle's gap closed, the share of test
+questions escalated, the cost against the answering config's, and the paired cascade - single
+interval over seeds; ``--json`` writes them with the per-seed figures.
+
+    python -m benchmarks.cascade_probe [TABLE ...] [--seeds 20] [--depth 1 2 3] \
+        [--runs 1000 --proposals portfolio] [--json benchmarks/results/replay/cascade_probe.json]
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from benchmarks._results import add_json_option, write_result
 from benchmarks.replay_compare import choice_slots
 from benchmarks.router_probe import siblings
-from coalign.compare import Lookup, draw_split, split_sizes
-from coalign.pairs import canonical_json
+from coalign.cascade import answers, fit_chain, output_checks, passes
+from coalign.compare import Lookup, Split, coalign_method, draw_split, split_sizes
+from coalign.runtime import Runtime
 from coalign.stats import paired_bootstrap
-from coalign.rewards import Check
-from coalign.tables import Rewards, Table, find_tables
-from coalign.task import Task
-
-def declared_checks(task: Task) -> tuple[Check, ...]:
-    """The checks of the component that writes the system's output (none: no cascade)."""
-    system = task.system
-    last = next(c for c in system.components if system.output in c.outputs)
-    return tuple(getattr(last, "checks", ()))
+from coalign.tables import Rewards, Table, config_indices, find_tables
 
 
-def output_checks(table: Table, rewards: Rewards) -> np.ndarray:
-    """``checks[config, question]``: the mean of the output component's checks on the system's
-    output (NaN where none applies), in ``rewards``' order."""
+def checks_matrix(table: Table, rewards: Rewards) -> np.ndarray:
+    """``passed[config, question]``: whether the system's output passes its checks, in
+    ``rewards``' order (one replay of every config; each distinct output checked once)."""
+    from coalign.pairs import canonical_json
     from coalign.runner import evaluate
-    from coalign.runtime import Runtime
 
     task = table.space.task()
-    system, checks = task.system, declared_checks(task)
     by_id = {e.id: e for e in table.finished()}
     examples = [by_id[q] for q in rewards.questions]
     runtime = Runtime(lms=table.lms(), max_workers=2, seed=0)
-    memo: dict[str, float] = {}
-    out = np.full(rewards.scores.shape, np.nan)
+    memo: dict[str, bool] = {}
+    out = np.zeros(rewards.scores.shape, dtype=bool)
     for i, config in enumerate(rewards.configs):
         for j, trace in enumerate(evaluate(task, examples, config, runtime).traces):
-            outputs = {system.output: trace.state.get(system.output)}
-            key = canonical_json([trace.inputs, outputs])
+            key = canonical_json([trace.inputs, trace.state.get(task.system.output)])
             if key not in memo:
-                got = [v for v in (c(trace.inputs, outputs) for c in checks) if v is not None]
-                memo[key] = float(np.mean(got)) if got else float("nan")
+                memo[key] = passes(task, trace)
             out[i, j] = memo[key]
     return out
 
 
-def fit_chain(scores: np.ndarray, passed: np.ndarray, fit: list[int], depth: int) -> list[int]:
-    """Row indices of a cascade over ``scores``' rows (row 0, the base, first): each next link
-    is the unused row with the best mean score on the ``fit`` questions every earlier link
-    failed (``passed`` False); ties go to the row that passes there more often, then to the
-    best mean over all of ``fit``. No stopping rule on the means: a link's output replaces the
-    base's only where it passes and every earlier one failed, which the checks' precision
-    makes a gain in expectation, so depth is the cost knob alone."""
-    chain, left = [0], [int(q) for q in fit]
-    overall = scores[:, fit].mean(axis=1)
-    while len(chain) <= depth and len(chain) < len(scores):
-        left = [q for q in left if not passed[chain[-1], q]]
-        unused = [r for r in range(len(scores)) if r not in chain]
-        key = [(scores[r, left].mean() if left else 0.0,
-                passed[r, left].mean() if left else 0.0, overall[r]) for r in unused]
-        chain.append(unused[max(range(len(unused)), key=key.__getitem__)])
-    return chain
+def probe_seed(lookup: Lookup, passed: np.ndarray, costs: np.ndarray, slots: list[str],
+               split: Split, depth: int) -> dict:
+    """The probe's figures for one seed: the chain fitted among the best validation config's
+    Choice siblings on the train and validation questions."""
+    configs = siblings(lookup, int(np.argmax(lookup.scores[:, list(split.val)].mean(axis=1))),
+                       slots)
+    fit, test = [*split.train, *split.val], list(split.test)
+    chain = fit_chain(lookup.scores[configs][:, fit], passed[configs][:, fit], depth)
+    rows = [configs[c] for c in chain]
+    answer, ran = answers(list(range(len(rows))), passed[rows][:, test])
+    spent = [costs[rows[:r], q].sum() for r, q in zip(ran, test, strict=True)]
+    return {"chain": rows, "single_test": lookup.score(configs[0], test),
+            "cascade_test": float(lookup.scores[np.array(rows)[answer], test].mean()),
+            "oracle_test": float(lookup.scores[configs][:, test].max(axis=0).mean()),
+            "escalated": float(np.mean(ran > 1)),
+            "cost_ratio": float(np.mean(spent) / max(costs[configs[0], test].mean(), 1e-9))}
 
 
-def run_chain(chain: list[int], passed: np.ndarray, test: list[int]) -> np.ndarray:
-    """Per test question, how many links of ``chain`` ran (the first that passes stops it)."""
-    ran = np.full(len(test), len(chain))
-    for k, q in enumerate(test):
-        for depth, row in enumerate(chain):
-            if passed[row, q]:
-                ran[k] = depth + 1
-                break
-    return ran
+def run_seed(directory: Path, table: Table, lookup: Lookup, slots: list[str], split: Split,
+             seed: int, runs: float, depths: list[int], settings: dict[str, Any]
+             ) -> dict[int, dict]:
+    """The run's figures for one seed and each depth: the loop to ``runs``, then its own
+    cascades on test."""
+    method = coalign_method(directory, table.space.questions, settings=settings)
+    out: dict[int, dict] = {}
 
-
-def probe(directory: Path, seeds: list[int], fractions: list[float],
-          depths: list[int]) -> dict:
-    table = Table(directory)
-    slots = choice_slots(table.space)
-    head = {"table": str(directory), "slots": slots}
-    if not slots or not declared_checks(table.space.task()):
-        return {**head, "skipped": "no Choice slot" if not slots else "no output check"}
-    rewards = table.rewards()
-    n = len(rewards.questions)
-    sizes = split_sizes(n, fractions)
-    head.update(questions=n, split=list(sizes))
-    checks = output_checks(table, rewards)
-    lookup = Lookup.of_table(rewards, table.space)
-    costs = rewards.costs if rewards.costs is not None else np.zeros_like(rewards.scores)
-    per_depth: dict[int, list[dict]] = {d: [] for d in depths}
-    for seed in seeds:
-        split = draw_split(n, sizes, seed)
-        configs = siblings(lookup, rewards.best(split.val), slots)
-        scores, passed = lookup.scores[configs], checks[configs] >= 1.0
-        test, fit = list(split.test), [*split.train, *split.val]
-        base, oracle = scores[0, test], scores[:, test].max(axis=0)
+    def after(job: Any) -> None:
+        single = job.on_test(job.optimizer.config, {})
+        test = list(split.test)
         for depth in depths:
-            chain = fit_chain(scores, passed, fit, depth)
-            ran = run_chain(chain, passed, test)
-            # the first passing link answers; where none passes, the base's output stands
-            answer = [chain[r - 1] if passed[chain[r - 1], q] else 0
-                      for r, q in zip(ran, test, strict=True)]
-            spent = [costs[[configs[c] for c in chain[:r]], q].sum()
-                     for r, q in zip(ran, test, strict=True)]
-            per_depth[depth].append({
-                "seed": seed, "chain": [int(configs[c]) for c in chain],
-                "base_test": float(base.mean()),
-                "cascade_test": float(scores[answer, test].mean()),
-                "oracle_test": float(oracle.mean()),
-                "escalated": float(np.mean(ran > 1)),
-                "cost_ratio": float(np.mean(spent) / max(costs[configs[0], test].mean(), 1e-9))})
-    return {**head, "output_pass_rate": float(np.nanmean(checks >= 1.0)),
-            "depths": {str(d): summarize(rows) for d, rows in per_depth.items()}}
+            fit = job.fit_cascade(depth)
+            res = job.cascade_on_test(fit.cascade)
+            rows = [_index(lookup, c, table) for c in fit.cascade.configs]
+            out[depth] = {
+                "chain": rows, "candidates": fit.candidates, "val_single": fit.val_single,
+                "val_cascade": fit.val_cascade, "single_test": single.mean_reward,
+                "cascade_test": res.result.mean_reward,
+                "oracle_test": float(lookup.scores[siblings(lookup, rows[0], slots)][:, test]
+                                     .max(axis=0).mean()),
+                "escalated": res.escalated,
+                "cost_ratio": res.cost_per_query_s / max(single.cost_per_query_s, 1e-9)}
+
+    sizes = (len(split.train), len(split.val), len(split.test))
+    method.drive(sizes, seed, runs, lambda *a: None, after=after)
+    return out
+
+
+def _index(lookup: Lookup, config: Any, table: Table) -> int:
+    picks = config_indices(config.to_json(), table.space)
+    return lookup.config([picks[s] for s in lookup.slots])
 
 
 def summarize(rows: list[dict]) -> dict:
-    base, cascade, oracle = (np.array([r[k] for r in rows])
-                             for k in ("base_test", "cascade_test", "oracle_test"))
-    gap = float(oracle.mean() - base.mean())
-    mean, lo, hi, _ = paired_bootstrap(cascade.tolist(), base.tolist(), seed=0)
-    return {"base_test": float(base.mean()), "cascade_test": float(cascade.mean()),
+    single, cascade, oracle = (np.array([r[k] for r in rows])
+                               for k in ("single_test", "cascade_test", "oracle_test"))
+    gap = float(oracle.mean() - single.mean())
+    mean, lo, hi, _ = paired_bootstrap(cascade.tolist(), single.tolist(), seed=0)
+    return {"single_test": float(single.mean()), "cascade_test": float(cascade.mean()),
             "oracle_test": float(oracle.mean()), "gap": gap,
-            "closed": (float(cascade.mean() - base.mean()) / gap) if gap > 0 else None,
-            "cascade_minus_base": {"mean": mean, "lo": lo, "hi": hi},
+            "closed": (float(cascade.mean() - single.mean()) / gap) if gap > 0 else None,
+            "cascade_minus_single": {"mean": mean, "lo": lo, "hi": hi},
             "escalated": float(np.mean([r["escalated"] for r in rows])),
             "cost_ratio": float(np.mean([r["cost_ratio"] for r in rows])), "seeds": rows}
+
+
+def measure(directory: Path, seeds: list[int], fractions: list[float], depths: list[int],
+            runs: float | None, settings: dict[str, Any]) -> dict:
+    """Per depth, the figures of every seed and their summary (the probe, or with ``runs`` the
+    loop's own cascade)."""
+    table = Table(directory)
+    slots = choice_slots(table.space)
+    head: dict[str, Any] = {"table": str(directory), "slots": slots}
+    if not slots or not output_checks(table.space.task()):
+        return {**head, "skipped": "no Choice slot" if not slots else "no output check"}
+    rewards = table.rewards()
+    lookup = Lookup.of_table(rewards, table.space)
+    n = len(rewards.questions)
+    sizes = split_sizes(n, fractions)
+    head.update(questions=n, split=list(sizes), runs=runs)
+    per_depth: dict[int, list[dict]] = {d: [] for d in depths}
+    passed = checks_matrix(table, rewards) if runs is None else None
+    costs = rewards.costs if rewards.costs is not None else np.zeros_like(rewards.scores)
+    for seed in seeds:
+        split = draw_split(n, sizes, seed)
+        got = ({d: probe_seed(lookup, passed, costs, slots, split, d) for d in depths}
+               if passed is not None else
+               run_seed(directory, table, lookup, slots, split, seed, runs, depths, settings))
+        for d in depths:
+            per_depth[d].append({"seed": seed, **got[d]})
+    if passed is not None:
+        head["output_pass_rate"] = float(passed.mean())
+    return {**head, "depths": {str(d): summarize(r) for d, r in per_depth.items()}}
 
 
 def main() -> None:
@@ -155,24 +164,30 @@ def main() -> None:
                     help="table directories (default: every finished one in benchmarks/tables)")
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--depth", type=int, nargs="+", default=[1, 2, 3],
-                    help="most fallback links after the base")
+                    help="most fallback links after the answering config")
+    ap.add_argument("--runs", type=float, default=None,
+                    help="run the loop to this many equivalent runs and fit its own cascade")
+    ap.add_argument("--proposals", choices=["local", "portfolio"], default=None,
+                    help="with --runs: the loop's budget.proposals (default: the run config's)")
     ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5])
     add_json_option(ap)
     args = ap.parse_args()
-    out = {"tables": {}}
-    print(f"{'table':<22}{'depth':>6}{'base':>8}{'cascade':>8}{'oracle':>8}{'closed':>8}"
-          f"{'escal.':>8}{'cost x':>8}  cascade - base [95%]")
+    settings = {"budget": {"proposals": args.proposals}} if args.proposals else {}
+    out: dict[str, Any] = {"tables": {}, "runs": args.runs, "settings": settings}
+    print(f"{'table':<22}{'depth':>6}{'single':>8}{'cascade':>8}{'oracle':>8}{'closed':>8}"
+          f"{'escal.':>8}{'cost x':>8}  cascade - single [95%]")
     for directory in args.tables or find_tables():
-        r = probe(directory, list(range(args.seeds)), args.split, args.depth)
+        r = measure(directory, list(range(args.seeds)), args.split, args.depth, args.runs,
+                    settings)
         name = Path(directory).name
         out["tables"][name] = r
         if "skipped" in r:
             print(f"{name:<22}  skipped: {r['skipped']}")
             continue
         for depth, d in r["depths"].items():
-            ci = d["cascade_minus_base"]
+            ci = d["cascade_minus_single"]
             closed = "-" if d["closed"] is None else f"{d['closed']:+.2f}"
-            print(f"{name:<22}{depth:>6}{d['base_test']:>8.3f}{d['cascade_test']:>8.3f}"
+            print(f"{name:<22}{depth:>6}{d['single_test']:>8.3f}{d['cascade_test']:>8.3f}"
                   f"{d['oracle_test']:>8.3f}{closed:>8}{d['escalated']:>8.2f}"
                   f"{d['cost_ratio']:>8.2f}  {ci['mean']:+.3f} [{ci['lo']:+.3f}, {ci['hi']:+.3f}]")
     if args.json:

@@ -98,11 +98,12 @@ class LoopMethod:
     def drive(self, sizes: Sequence[int], seed: int, limit: float,
               on_step: Callable[[Any, Any, float], None],
               before: Callable[[Any], None] | None = None,
-              prepared: Callable[[Any], None] | None = None) -> float:
+              prepared: Callable[[Any], None] | None = None,
+              after: Callable[[Any], None] | None = None) -> float:
         """Run the loop in a temporary run dir until it has spent ``limit`` equivalent runs (or
         settles); ``before(job)`` runs ahead of stage 1, ``prepared(job)`` after it (and after
-        a warm start), ``on_step(job, record, spent)`` after every step. Returns what stage 1
-        cost."""
+        a warm start), ``on_step(job, record, spent)`` after every step, ``after(job)`` once
+        the loop stopped (the run dir still open). Returns what stage 1 cost."""
         from coalign.job import Job
 
         with tempfile.TemporaryDirectory(prefix="coalign-replay-") as tmp:
@@ -118,6 +119,8 @@ class LoopMethod:
 
                 opt.run(on_step=lambda rec: on_step(job, rec, opt.account.equivalent_runs()),
                         budget=limit)
+                if after is not None:
+                    after(job)
             finally:
                 job.store.close()
         return stage1
