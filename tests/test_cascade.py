@@ -76,10 +76,26 @@ def test_a_run_keeps_its_rejected_validations_and_fits_a_cascade_from_them(tmp_p
     job.store.close()
 
 
-def test_a_cascade_needs_depth_and_configs():
-    job_like = None
+def test_a_cascade_is_refused_without_fallbacks_depth_or_output_checks(tmp_path):
+    from coalign.cascade import fit_cascade
+    from coalign.store import RunStore
+    from tests.selector_toy import selector_task
+
+    task = selector_task()
     with pytest.raises(ConfigError, match="non-empty list"):
-        Cascade.from_json(job_like, [])
+        Cascade.from_json(task.system, [])
+    with RunStore(tmp_path / "run") as store:
+        start = task.system.default_config()
+        with pytest.raises(ConfigError, match="depth must be >= 1"):
+            fit_cascade(task, store, start, [start], depth=0)
+        with pytest.raises(ConfigError, match="declares no check"):
+            fit_cascade(task, store, start, [start], depth=1)
+        from coalign.tables import CandidateSpace
+
+        code = CandidateSpace.load(ROOT / "benchmarks" / "tables" / "code_gen_models").task()
+        start = code.system.default_config()
+        with pytest.raises(ConfigError, match="no stored validation traces"):
+            fit_cascade(code, store, start, [start], depth=1)
 
 
 def test_export_with_a_cascade_then_evaluate_runs_it_from_the_cli(tmp_path):
