@@ -84,30 +84,50 @@ def probe_seed(lookup: Lookup, passed: np.ndarray, costs: np.ndarray, slots: lis
 
 def run_seed(directory: Path, table: Table, lookup: Lookup, slots: list[str], split: Split,
              seed: int, runs: float, depths: list[int], settings: dict[str, Any]
-             ) -> dict[int, dict]:
-    """The run's figures for one seed and each depth: the loop to ``runs``, then its own
-    cascades on test."""
+             ) -> dict[str, dict[int, dict]]:
+    """The run's figures for one seed, per variant and depth: the loop to ``runs``, then its
+    own cascades on test, fallbacks among its validated configs that differ from its answer in
+    the Choice slots alone (``choice``: a per-input policy, against the oracle over those
+    slots) or in anything (``any``; its oracle is the per-input best of every candidate)."""
     method = coalign_method(directory, table.space.questions, settings=settings)
-    out: dict[int, dict] = {}
+    out: dict[str, dict[int, dict]] = {"choice": {}, "any": {}}
 
     def after(job: Any) -> None:
         single = job.on_test(job.optimizer.config, {})
         test = list(split.test)
-        for depth in depths:
-            fit = job.fit_cascade(depth)
-            res = job.cascade_on_test(fit.cascade)
-            rows = [_index(lookup, c, table) for c in fit.cascade.configs]
-            out[depth] = {
-                "chain": rows, "candidates": fit.candidates, "val_single": fit.val_single,
-                "val_cascade": fit.val_cascade, "single_test": single.mean_reward,
-                "cascade_test": res.result.mean_reward,
-                "oracle_test": float(lookup.scores[siblings(lookup, rows[0], slots)][:, test]
-                                     .max(axis=0).mean()),
-                "escalated": res.escalated,
-                "cost_ratio": res.cost_per_query_s / max(single.cost_per_query_s, 1e-9)}
+        for variant, vary in (("choice", slots), ("any", None)):
+            for depth in depths:
+                fit = job.fit_cascade(depth, vary)
+                res = job.cascade_on_test(fit.cascade)
+                rows = [_index(lookup, c, table) for c in fit.cascade.configs]
+                pool = (siblings(lookup, rows[0], slots) if vary is not None else
+                        [_index(lookup, c, table) for c in _candidates(job)])
+                out[variant][depth] = {
+                    "chain": rows, "candidates": fit.candidates, "val_single": fit.val_single,
+                    "val_cascade": fit.val_cascade, "single_test": single.mean_reward,
+                    "cascade_test": res.result.mean_reward,
+                    "oracle_test": float(lookup.scores[pool][:, test].max(axis=0).mean()),
+                    "escalated": res.escalated,
+                    "cost_ratio": res.cost_per_query_s / max(single.cost_per_query_s, 1e-9)}
 
     sizes = (len(split.train), len(split.val), len(split.test))
     method.drive(sizes, seed, runs, lambda *a: None, after=after)
+    return out
+
+
+def _candidates(job: Any) -> list[Any]:
+    """The run's validated configs with traces on every validation input (the answer first)."""
+    from coalign.cascade import CANDIDATE_TAG
+    from coalign.job import validated_configs
+
+    need = {e.id for e in job.val}
+    seen, out = set(), []
+    for c in [job.optimizer.config, *validated_configs(job.task, job.store)]:
+        got = {t.example_id for tag in ("val", CANDIDATE_TAG)
+               for t in job.store.traces(tag, c.digest)}
+        if c.digest not in seen and need <= got:
+            seen.add(c.digest)
+            out.append(c)
     return out
 
 
@@ -143,19 +163,22 @@ def measure(directory: Path, seeds: list[int], fractions: list[float], depths: l
     n = len(rewards.questions)
     sizes = split_sizes(n, fractions)
     head.update(questions=n, split=list(sizes), runs=runs)
-    per_depth: dict[int, list[dict]] = {d: [] for d in depths}
+    variants = ["probe"] if runs is None else ["choice", "any"]
+    per: dict[str, dict[int, list[dict]]] = {v: {d: [] for d in depths} for v in variants}
     passed = checks_matrix(table, rewards) if runs is None else None
     costs = rewards.costs if rewards.costs is not None else np.zeros_like(rewards.scores)
     for seed in seeds:
         split = draw_split(n, sizes, seed)
-        got = ({d: probe_seed(lookup, passed, costs, slots, split, d) for d in depths}
-               if passed is not None else
+        got = ({"probe": {d: probe_seed(lookup, passed, costs, slots, split, d)
+                          for d in depths}} if passed is not None else
                run_seed(directory, table, lookup, slots, split, seed, runs, depths, settings))
-        for d in depths:
-            per_depth[d].append({"seed": seed, **got[d]})
+        for v in variants:
+            for d in depths:
+                per[v][d].append({"seed": seed, **got[v][d]})
     if passed is not None:
         head["output_pass_rate"] = float(passed.mean())
-    return {**head, "depths": {str(d): summarize(r) for d, r in per_depth.items()}}
+    return {**head, "variants": {v: {str(d): summarize(r) for d, r in per[v].items()}
+                                 for v in variants}}
 
 
 def main() -> None:
@@ -174,8 +197,8 @@ def main() -> None:
     args = ap.parse_args()
     settings = {"budget": {"proposals": args.proposals}} if args.proposals else {}
     out: dict[str, Any] = {"tables": {}, "runs": args.runs, "settings": settings}
-    print(f"{'table':<22}{'depth':>6}{'single':>8}{'cascade':>8}{'oracle':>8}{'closed':>8}"
-          f"{'escal.':>8}{'cost x':>8}  cascade - single [95%]")
+    print(f"{'table':<22}{'fallbacks':>10}{'depth':>6}{'single':>8}{'cascade':>8}"
+          f"{'oracle':>8}{'closed':>8}{'escal.':>8}{'cost x':>8}  cascade - single [95%]")
     for directory in args.tables or find_tables():
         r = measure(directory, list(range(args.seeds)), args.split, args.depth, args.runs,
                     settings)
@@ -184,12 +207,14 @@ def main() -> None:
         if "skipped" in r:
             print(f"{name:<22}  skipped: {r['skipped']}")
             continue
-        for depth, d in r["depths"].items():
-            ci = d["cascade_minus_single"]
-            closed = "-" if d["closed"] is None else f"{d['closed']:+.2f}"
-            print(f"{name:<22}{depth:>6}{d['single_test']:>8.3f}{d['cascade_test']:>8.3f}"
-                  f"{d['oracle_test']:>8.3f}{closed:>8}{d['escalated']:>8.2f}"
-                  f"{d['cost_ratio']:>8.2f}  {ci['mean']:+.3f} [{ci['lo']:+.3f}, {ci['hi']:+.3f}]")
+        for variant, per_depth in r["variants"].items():
+            for depth, d in per_depth.items():
+                ci = d["cascade_minus_single"]
+                closed = "-" if d["closed"] is None else f"{d['closed']:+.2f}"
+                print(f"{name:<22}{variant:>10}{depth:>6}{d['single_test']:>8.3f}"
+                      f"{d['cascade_test']:>8.3f}{d['oracle_test']:>8.3f}{closed:>8}"
+                      f"{d['escalated']:>8.2f}{d['cost_ratio']:>8.2f}  "
+                      f"{ci['mean']:+.3f} [{ci['lo']:+.3f}, {ci['hi']:+.3f}]")
     if args.json:
         write_result(args.json, out, indent=1)
 

@@ -60,6 +60,15 @@ def test_a_run_keeps_its_rejected_validations_and_fits_a_cascade_from_them(tmp_p
     # it: on MBPP a failing output scores 0, so the cascade cannot score below on validation
     assert fit.val_cascade >= fit.val_single
     assert fit.cost_ratio >= 1.0
+    final = job.optimizer.config.to_json()
+    fallback = fit.cascade.configs[1].to_json()
+    changed = [f"{comp}.{k}" for comp, ps in fallback.items() for k, v in ps.items()
+               if final[comp][k] != v]
+    # `vary` keeps a candidate only if it differs from the answer in those params alone
+    assert job.fit_cascade(depth=2, vary=changed).cascade == fit.cascade
+    alone = job.fit_cascade(depth=2, vary=changed[1:])
+    assert alone.candidates == fit.candidates - 1
+    assert fit.cascade.configs[1] not in alone.cascade.configs
     res = job.cascade_on_test(fit.cascade)
     single = job.on_test(job.optimizer.config, {})
     first = {t.example_id: t for t in single.traces}

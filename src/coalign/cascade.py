@@ -121,11 +121,13 @@ class CascadeFit:
 
 
 def fit_cascade(task: Task, store: RunStore, config: SystemConfig,
-                configs: Sequence[SystemConfig], depth: int = 1) -> CascadeFit:
+                configs: Sequence[SystemConfig], depth: int = 1,
+                vary: Sequence[str] | None = None) -> CascadeFit:
     """The cascade answering with ``config`` whose fallbacks come from ``configs`` (the run's
     validated configs), chosen on the validation traces stored for them: ``config``'s under
     ``"val"``, a candidate's under ``"val"`` (once current) or ``CANDIDATE_TAG``. A candidate
-    without a trace on every validation input of ``config`` is left out.
+    without a trace on every validation input of ``config`` is left out, and with ``vary``
+    (``component.param`` names) so is one that differs from ``config`` in any other param.
 
     Raises:
         ConfigError: ``depth`` < 1, the output component declares no check, or ``config``
@@ -143,7 +145,8 @@ def fit_cascade(task: Task, store: RunStore, config: SystemConfig,
     ids = sorted(first)
     rows, found = [config], [[first[i] for i in ids]]
     for c in configs:
-        if any(c.digest == r.digest for r in rows):
+        if any(c.digest == r.digest for r in rows) or (
+                vary is not None and not _differs_only_in(c, config, vary)):
             continue
         stored = {t.example_id: t for tag in ("val", CANDIDATE_TAG)
                   for t in store.traces(tag, c.digest)}
@@ -161,6 +164,14 @@ def fit_cascade(task: Task, store: RunStore, config: SystemConfig,
                       float(scores[0].mean()), float(scores[answer, cols].mean()),
                       float(np.mean(ran > 1)),
                       float(np.mean(spent) / max(costs[0].mean(), 1e-9)))
+
+
+def _differs_only_in(a: SystemConfig, b: SystemConfig, vary: Sequence[str]) -> bool:
+    """Whether ``a`` and ``b`` hold the same value for every param outside ``vary``."""
+    x, y = a.to_json(), b.to_json()
+    return all(x.get(comp, {}).get(name) == y.get(comp, {}).get(name)
+               for comp in {*x, *y} for name in {*x.get(comp, {}), *y.get(comp, {})}
+               if f"{comp}.{name}" not in vary)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ and the loop wired together in a run dir; run, resume, evaluate on test, summari
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,14 +75,15 @@ class Job:
         return evaluate(self.task, self.test, config, self.optimizer.runtime_for(policies),
                         self.store, tag="test" + policy_suffix(policies))
 
-    def fit_cascade(self, depth: int = 1) -> CascadeFit:
+    def fit_cascade(self, depth: int = 1, vary: Sequence[str] | None = None) -> CascadeFit:
         """A cascade answering with the run's config, its fallbacks fitted on the validation
-        traces of every config the run validated in full (``coalign.cascade``)."""
+        traces of every config the run validated in full (``coalign.cascade``); with ``vary``
+        only configs that differ from it in those ``component.param`` names alone."""
         if self.optimizer.policies:
             raise ConfigError("cascade: the final config chooses a param per input with a "
                               "selector; a cascade runs plain configs")
         return fit_cascade(self.task, self.store, self.optimizer.config,
-                           validated_configs(self.task, self.store), depth)
+                           validated_configs(self.task, self.store), depth, vary)
 
     def cascade_on_test(self, cascade: Cascade) -> CascadeResult:
         """``cascade`` on the test split (each link stored under "test", resumable)."""
