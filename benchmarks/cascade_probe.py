@@ -175,8 +175,10 @@ def measure(directory: Path, seeds: list[int], fractions: list[float], depths: l
         for v in variants:
             for d in depths:
                 per[v][d].append({"seed": seed, **got[v][d]})
-    if passed is not None:
-        head["output_pass_rate"] = float(passed.mean())
+    if passed is not None:  # how precise the checks are: the reward behind a pass and a fail
+        head.update(output_pass_rate=float(passed.mean()),
+                    reward_when_passing=float(rewards.scores[passed].mean()),
+                    reward_when_failing=float(rewards.scores[~passed].mean()))
     return {**head, "variants": {v: {str(d): summarize(r) for d, r in per[v].items()}
                                  for v in variants}}
 
@@ -207,6 +209,10 @@ def main() -> None:
         if "skipped" in r:
             print(f"{name:<22}  skipped: {r['skipped']}")
             continue
+        if "output_pass_rate" in r:
+            print(f"{name:<22}  outputs passing the checks {r['output_pass_rate']:.2f}; mean "
+                  f"reward when passing {r['reward_when_passing']:.3f}, when failing "
+                  f"{r['reward_when_failing']:.3f}")
         for variant, per_depth in r["variants"].items():
             for depth, d in per_depth.items():
                 ci = d["cascade_minus_single"]
