@@ -5,10 +5,10 @@ A router that reads the *question* cannot tell which Choice value wins it (the
 ``router_probe`` benchmark: which model a question needs is not in its text). A cascade reads
 the *output*: the optimized config answers; where its output fails the checks, the next config
 of the chain runs, and the first output that passes replaces it (none passes: the first
-answer stands). The checks' precision makes a replacement a gain in expectation (on MBPP,
-an output that passes the example test passes the hidden tests 0.87 of the time, one that
-fails 0.02), so the chain's depth is a cost knob: each link adds its model seconds on the
-inputs that reach it.
+answer stands). The checks' precision makes a replacement a gain in expectation (on the MBPP
+tables, code that passes the example test scores well above code that fails it:
+benchmarks/RESULTS.md, "Per-input cascades"), so the chain's depth is a cost knob: each link
+adds its model seconds on the inputs that reach it.
 
 ``fit_cascade`` fits the chain from what a run already paid for: the validation traces of
 every config the loop validated in full (the loop keeps those of rejected candidates under
