@@ -151,3 +151,21 @@ def test_export_with_a_cascade_then_evaluate_runs_it_from_the_cli(tmp_path):
                  f"replay:{table}", "--config", str(bad), "--run-dir", str(tmp_path / "ev2"))
     assert ev.returncode != 0
     assert "must start with 'config'" in one_line_error(ev)
+
+
+def test_optimize_with_cascade_prints_the_cascade_on_test(tmp_path):
+    import json
+
+    from tests.test_cli_core import run_cli
+
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps({
+        "system": "code_gen", "data": "mbpp",
+        "lm": f"replay:{ROOT / 'benchmarks' / 'tables' / 'code_gen_models'}",
+        "backbone": "hashing", "split": {"train": 4, "val": 8, "test": 6, "seed": 1},
+        "budget": {"iterations": 6, "rollout_n": 0, "proposals": "local"}}))
+    done = run_cli("optimize", str(config), "--run-dir", str(tmp_path / "run"), "--cascade", "1")
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())  # rich wraps long lines
+    assert "cascade (1 fallback(s) of 1 validated configs): test pass@1 0.3333 against" in text
+    assert "of test examples ran a fallback" in text

@@ -63,9 +63,11 @@ def _show_step(rec: StepRecord) -> None:
 
 def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
             retries: int | None = None, concurrency: int | None = None,
-            ray: str | None = None, *, stored: bool = False, notes: Sequence[str] = ()) -> None:
+            ray: str | None = None, *, stored: bool = False, notes: Sequence[str] = (),
+            cascade: int = 0) -> None:
     """Run (or go on with) the job of ``cfg`` in ``run_dir``; the options are the command's
     flags (None: not given). ``stored``: ``cfg`` is a run dir's own (``coalign resume``).
+    ``cascade``: also fit a cascade of that many fallbacks and evaluate it on test.
     ``notes`` (and this function's own) are printed once the job is open: after the last
     check, so an error stays the only line."""
     from coalign.cli._progress import RunProgress
@@ -115,7 +117,27 @@ def run_job(cfg: RunConfig, run_dir: Path, timeout: float | None = None,
         with console.status("evaluating on the test split"):
             before, after = job.evaluate_test()
         summary(job, before, after)
+        if cascade:
+            cascade_summary(job, after, cascade)
         tracking.finish(opt.ledger())
+
+
+def cascade_summary(job: Job, after: EvalResult, depth: int) -> None:
+    """The run's cascade (``coalign.cascade``) on test beside the optimized config; a system
+    that cannot be cascaded gets a note, not a failed run."""
+    try:
+        fit = job.fit_cascade(depth)
+    except ConfigError as exc:
+        note(f"--cascade: {exc}")
+        return
+    with console.status("evaluating the cascade on the test split"):
+        res = job.cascade_on_test(fit.cascade)
+    console.print(Text(
+        f"cascade ({len(fit.cascade.configs) - 1} fallback(s) of {fit.candidates - 1} "
+        f"validated configs): test {job.task.metric_name} {res.result.mean_reward:.4f} "
+        f"against {after.mean_reward:.4f}; {res.escalated:.0%} of test examples ran a "
+        f"fallback; model s/query {after.cost_per_query_s:.1f} -> {res.cost_per_query_s:.1f}; "
+        f"export it with `coalign export RUN_DIR --cascade {depth}`"))
 
 
 def summary(job: Job, before: EvalResult, after: EvalResult) -> None:
@@ -187,6 +209,11 @@ class _MlflowFlagCommand(TyperCommand):
         return super().parse_args(ctx, args)
 
 
+CASCADE = typer.Option(0, "--cascade", min=0, metavar="N",
+                       help="after the run, fit a cascade of up to N fallback configs and "
+                            "evaluate it on test (docs/cascade.md)")
+
+
 @app.command("optimize", cls=_MlflowFlagCommand)
 def optimize_cmd(config: Path = typer.Argument(..., help="run config (YAML or JSON)"),
                  run_dir: Path = typer.Option(Path("runs/optimize")),
@@ -199,13 +226,13 @@ def optimize_cmd(config: Path = typer.Argument(..., help="run config (YAML or JS
                      None, help="MLflow tracking URI (sqlite:///mlflow.db, http://host:5000, "
                      "file:DIR); alone (or 'default'): $MLFLOW_TRACKING_URI, else mlflow.db "
                      "in the current folder. Overrides tracking.mlflow of the config"),
-                 ray: str | None = RAY) -> None:
+                 ray: str | None = RAY, cascade: int = CASCADE) -> None:
     """Optimize a system as the config says; kill it any time and `coalign resume RUN_DIR`."""
     from coalign.job import load_run_config
 
     notes: list[str] = []
     cfg = with_mlflow(with_lm(load_run_config(config), lm, config, notes), mlflow)
-    run_job(cfg, run_dir, timeout, retries, concurrency, ray, notes=notes)
+    run_job(cfg, run_dir, timeout, retries, concurrency, ray, notes=notes, cascade=cascade)
 
 
 @app.command("resume", cls=_MlflowFlagCommand)
@@ -215,13 +242,13 @@ def resume_cmd(
     mlflow: str | None = typer.Option(
         None, help="MLflow tracking URI for the rest of the run, as with `optimize --mlflow` "
         "(default: the one the run was started with, if any); kept for later resumes"),
-    ray: str | None = RAY,
+    ray: str | None = RAY, cascade: int = CASCADE,
 ) -> None:
     """Continue a killed optimization: no accepted step lost, no LLM call repeated."""
     from coalign.job import resume_config
 
     run_job(with_mlflow(resume_config(run_dir), mlflow), run_dir, timeout, retries,
-            concurrency, ray, stored=True)
+            concurrency, ray, stored=True, cascade=cascade)
 
 
 def with_mlflow(cfg: RunConfig, mlflow: str | None) -> RunConfig:
