@@ -117,8 +117,7 @@ def run_seed(directory: Path, table: Table, lookup: Lookup, slots: list[str], sp
 
 def _candidates(job: Any) -> list[Any]:
     """The run's validated configs with traces on every validation input (the answer first)."""
-    from coalign.cascade import CANDIDATE_TAG
-    from coalign.job import validated_configs
+    from coalign.cascade import CANDIDATE_TAG, validated_configs
 
     need = {e.id for e in job.val}
     seen, out = set(), []

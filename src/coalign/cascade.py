@@ -166,6 +166,18 @@ def fit_cascade(task: Task, store: RunStore, config: SystemConfig,
                       float(np.mean(spent) / max(costs[0].mean(), 1e-9)))
 
 
+def validated_configs(task: Task, store: RunStore) -> list[SystemConfig]:
+    """The start config and every config a run's ledger row names (a fully validated
+    candidate, the config after a step), in ledger order: a cascade's fallbacks come from
+    them."""
+    configs = [task.system.default_config()]
+    for _, _, row in store.steps():
+        for key in ("candidate", "config"):
+            if isinstance(row.get(key), dict):
+                configs.append(SystemConfig.from_json(task.system, row[key]))
+    return configs
+
+
 def _differs_only_in(a: SystemConfig, b: SystemConfig, vary: Sequence[str]) -> bool:
     """Whether ``a`` and ``b`` hold the same value for every param outside ``vary``."""
     x, y = a.to_json(), b.to_json()
@@ -224,4 +236,5 @@ def evaluate_cascade(task: Task, examples: Sequence[Example], cascade: Cascade,
 
 
 __all__ = ["CANDIDATE_TAG", "Cascade", "CascadeFit", "CascadeResult", "answers", "check_output",
-           "evaluate_cascade", "fit_cascade", "fit_chain", "output_checks", "passes"]
+           "evaluate_cascade", "fit_cascade", "fit_chain", "output_checks", "passes",
+           "validated_configs"]

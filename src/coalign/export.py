@@ -12,11 +12,12 @@ file (``<name>.lrf-<digest16>/``) and checked against the digest when loaded::
      "selectors": {"answerer.model": {"digest": "<sha256>", "reward_model": "system.lrf-…",
                                       "backbone": "minilm", "costs": {...}, "cost_weight": 0.0}},
      "source": {"run_dir": "...", "step": 7, "val_score": 0.61},
-     "cascade": {"configs": [{...}, ...], ...}}   # only with export_run(..., cascade=N)
+     "cascade": {"configs": [{...}, ...], ...}}   # only with export_run(..., cascade=fit)
 
-``cascade=N`` adds a per-input cascade (``coalign.cascade``): the final config first, then up
-to N fallbacks fitted on the run's stored validation traces, with its in-sample validation
-figures; ``coalign evaluate`` then runs each fallback where the output fails its checks.
+``cascade`` adds a per-input cascade (``coalign.cascade``; fitted by
+``coalign.job.fit_run_cascade``): the final config first, then its fallbacks, with its in-sample
+validation figures; ``coalign evaluate`` then runs each fallback where the output fails its
+checks.
 
 ``load_system(path, task)`` gives the config and the selectors to run it with;
 ``coalign evaluate SYSTEM --config FILE`` reads the same file (or a plain config mapping).
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coalign.cascade import Cascade, fit_cascade
+from coalign.cascade import Cascade, CascadeFit
 from coalign.config import SystemConfig, read_text_file
 from coalign.errors import ConfigError, StoreError
 from coalign.files import replacing_dir, write_atomic
@@ -63,9 +64,9 @@ class LoadedSystem:
         return "eval" + selector_tag(self.digests)
 
 
-def export_run(run_dir: Path, out: Path, cascade: int = 0) -> dict[str, Any]:
+def export_run(run_dir: Path, out: Path, cascade: CascadeFit | None = None) -> dict[str, Any]:
     """Write the final config of the run in ``run_dir`` to ``out`` (and each selector's reward
-    model beside it), with ``cascade`` > 0 a cascade of at most that many fallbacks; returns
+    model beside it), with ``cascade`` (``coalign.job.fit_run_cascade``'s) beside it; returns
     what was written. Each file appears whole or not at all."""
     from coalign.optimize import checked_steps, policies_of, selector_dir
 
@@ -82,7 +83,6 @@ def export_run(run_dir: Path, out: Path, cascade: int = 0) -> dict[str, Any]:
         except StoreError as exc:
             raise StoreError(f"{run_dir} step {t}: {exc}") from None
         val_score = last["val_after"] if state == "accepted" else last["val_before"]
-        fitted = _cascade(run_config, store, last, policies, cascade) if cascade else None
     costs = run_config.get("choice_costs") or {}
     copied: list[Path] = []  # reward models copied here: removed again if the file is not
     try:
@@ -102,7 +102,7 @@ def export_run(run_dir: Path, out: Path, cascade: int = 0) -> dict[str, Any]:
                "lm": run_config.get("lm"),
                "config": last["config"], "selectors": selectors,
                "source": {"run_dir": str(run_dir), "step": t, "val_score": val_score},
-               **({"cascade": fitted} if fitted else {})}
+               **({"cascade": cascade.to_json()} if cascade is not None else {})}
         _write_json(out, doc)
     except OSError as exc:  # a read-only mount, a full disk, a file where a folder should be
         for folder in copied:
@@ -142,19 +142,6 @@ def load_system(path: Path, task: Task) -> LoadedSystem:
     except (ConfigError, StoreError) as exc:
         raise ConfigError(f"config file {path}: {exc}") from None
     return LoadedSystem(config, selectors, digests, cascade)
-
-
-def _cascade(run_config: dict[str, Any], store: RunStore, last: Mapping[str, Any],
-             policies: Mapping[Any, str], depth: int) -> dict[str, Any]:
-    """The cascade fitted on the run's validation traces (``Job.fit_cascade``'s, read-only)."""
-    from coalign.job import parse_run_config, run_task, validated_configs
-
-    if policies:
-        raise ConfigError("cascade: the final config chooses a param per input with a "
-                          "selector; a cascade runs plain configs")
-    task, _ = run_task(parse_run_config(run_config, "the run's run config"))
-    final = SystemConfig.from_json(task.system, last["config"])
-    return fit_cascade(task, store, final, validated_configs(task, store), depth).to_json()
 
 
 def _selectors(folder: Path, task: Task, raw: Any

@@ -10,12 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from coalign.backends import build_runtime
-from coalign.cascade import Cascade, CascadeFit, CascadeResult, evaluate_cascade, fit_cascade
+from coalign.cascade import (
+    Cascade,
+    CascadeFit,
+    CascadeResult,
+    evaluate_cascade,
+    fit_cascade,
+    validated_configs,
+)
 from coalign.config import SystemConfig
 from coalign.data import Example, split
 from coalign.errors import ConfigError
 from coalign.executors import make_executor
-from coalign.imports import check_metric, load_task
+from coalign.imports import check_metric
 from coalign.optimize import Optimizer, Policies, choice_costs, policies_of, policy_suffix
 from coalign.rewards import LocalRewardModel, TrainConfig, make_backbone
 from coalign.runconfig import (  # noqa: F401  (the schema's names, where callers look)
@@ -28,7 +35,7 @@ from coalign.runconfig import (  # noqa: F401  (the schema's names, where caller
 from coalign.runner import CACHE_NAME, EvalResult, evaluate, load_data
 from coalign.store import RunStore
 from coalign.systems import models_of
-from coalign.tables import replay_task
+from coalign.tables import run_task
 from coalign.task import Task
 
 
@@ -118,29 +125,24 @@ class Job:
         return rows
 
 
-def run_task(cfg: RunConfig) -> tuple[Task, list[Example] | None]:
-    """The run config's task with its ``start`` and ``per_instance`` applied, and on replay
-    (``lm: replay:DIR``) the table's pool."""
-    task, pool = replay_task(cfg) if cfg.lm is not None else (
-        load_task(cfg.system, cfg.model, cfg.metric, cfg.models), None)
-    for field, apply in (("start", task.system.set_defaults),
-                         ("per_instance", task.system.set_per_instance)):
-        try:
-            apply(getattr(cfg, field))
-        except ConfigError as exc:
-            raise ConfigError(f"run config field {field!r}: {exc}") from None
-    return task, pool
+def fit_run_cascade(run_dir: Path, depth: int, vary: Sequence[str] | None = None
+                    ) -> CascadeFit:
+    """``Job.fit_cascade`` on a run dir read-only (``coalign export --cascade``): the run's
+    final config, its validated configs and their stored validation traces."""
+    from coalign.optimize import checked_steps
 
-
-def validated_configs(task: Task, store: RunStore) -> list[SystemConfig]:
-    """The start config and every config a ledger row names (a fully validated candidate, the
-    config after a step), in ledger order; a cascade's fallbacks are chosen among them."""
-    configs = [task.system.default_config()]
-    for _, _, row in store.steps():
-        for key in ("candidate", "config"):
-            if isinstance(row.get(key), dict):
-                configs.append(SystemConfig.from_json(task.system, row[key]))
-    return configs
+    cfg = resume_config(run_dir)
+    task, _ = run_task(cfg)
+    with RunStore(run_dir, readonly=True) as store:
+        steps = checked_steps(store)
+        if not steps:
+            raise ConfigError(f"{run_dir} has no optimizer step yet; run or resume it first")
+        last = steps[-1][2]
+        if policies_of(last):
+            raise ConfigError("cascade: the final config chooses a param per input with a "
+                              "selector; a cascade runs plain configs")
+        final = SystemConfig.from_json(task.system, last["config"])
+        return fit_cascade(task, store, final, validated_configs(task, store), depth, vary)
 
 
 def resume_config(run_dir: Path) -> RunConfig:

@@ -24,8 +24,9 @@ def export_cmd(
     """Write the run's final config (and each selector's reward model beside it); evaluate it
     with 'coalign evaluate SYSTEM --config FILE'."""
     from coalign.export import export_run
+    from coalign.job import fit_run_cascade
 
-    doc = export_run(run_dir, out, cascade)
+    doc = export_run(run_dir, out, fit_run_cascade(run_dir, cascade) if cascade else None)
     score = doc["source"]["val_score"]
     shown = f"{score:.4f}" if isinstance(score, int | float) else "not recorded"
     console.print(Text(f"wrote {out}: {doc['system']} after step {doc['source']['step']} "

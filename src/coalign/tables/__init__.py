@@ -6,7 +6,7 @@ from coalign.tables._pairs import table_pairs
 from coalign.tables._policy import check_policy_samples, replay_policy_samples
 from coalign.tables._replay import RecordingLM, ReplayLM, ReplayMiss, backend_name
 from coalign.tables._rewards import Rewards
-from coalign.tables._run import REPLAY, replay_lms, replay_task
+from coalign.tables._run import REPLAY, replay_lms, replay_task, run_task
 from coalign.tables._shards import Done, Entry, ShardSet, TableError
 from coalign.tables._space import CandidateSpace, Samples, config_indices
 from coalign.tables._subset import subset_table
@@ -17,5 +17,6 @@ __all__ = [
     "ReplayMiss", "Rewards", "Samples", "ShardSet", "Table", "TableError", "TableStatus",
     "backend_name", "build_table", "check_policy_samples", "config_indices", "expand",
     "find_tables", "pool_examples", "replay_lms", "replay_policy_samples", "replay_task",
+    "run_task",
     "subset_table", "table_pairs",
 ]

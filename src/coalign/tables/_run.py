@@ -33,6 +33,22 @@ def replay_lms(lm: str, models: Sequence[str]) -> dict[str, Any]:
     return {m: lms[m] for m in models}
 
 
+def run_task(cfg: RunConfig) -> tuple[Task, list[Example] | None]:
+    """The run config's task with its ``start`` and ``per_instance`` applied, and on replay
+    (``lm: replay:DIR``) the table's pool (None otherwise)."""
+    from coalign.imports import load_task
+
+    task, pool = replay_task(cfg) if cfg.lm is not None else (
+        load_task(cfg.system, cfg.model, cfg.metric, cfg.models), None)
+    for field, apply in (("start", task.system.set_defaults),
+                         ("per_instance", task.system.set_per_instance)):
+        try:
+            apply(getattr(cfg, field))
+        except ConfigError as exc:
+            raise ConfigError(f"run config field {field!r}: {exc}") from None
+    return task, pool
+
+
 def replay_task(cfg: RunConfig) -> tuple[Task, list[Example]]:
     """The table's system (each tabled param limited to its candidates) and question pool, for
     a run config with ``lm: replay:DIR``; run config fields that replay cannot honour are
