@@ -387,5 +387,5 @@ def test_resume_takes_an_mlflow_uri_too(args, expected, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     default = f"sqlite:///{tmp_path.resolve() / 'mlflow.db'}"
     assert seen[0][0].tracking.mlflow == (default if expected == "DEFAULT" else expected)
-    assert seen[0][1] == {"stored": True}
+    assert seen[0][1] == {"stored": True, "cascade": 0}
     assert seen[0][0].digest == cfg.digest  # tracking is outside the digest: same run
