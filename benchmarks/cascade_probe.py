@@ -116,18 +116,12 @@ def run_seed(directory: Path, table: Table, lookup: Lookup, slots: list[str], sp
 
 
 def _candidates(job: Any) -> list[Any]:
-    """The run's validated configs with traces on every validation input (the answer first)."""
-    from coalign.cascade import CANDIDATE_TAG, validated_configs
+    """The run's validated configs with traces on every validation input (the answer first):
+    those its cascade is fitted among."""
+    from coalign.cascade import validated_configs, validated_rows
 
-    need = {e.id for e in job.val}
-    seen, out = set(), []
-    for c in [job.optimizer.config, *validated_configs(job.task, job.store)]:
-        got = {t.example_id for tag in ("val", CANDIDATE_TAG)
-               for t in job.store.traces(tag, c.digest)}
-        if c.digest not in seen and need <= got:
-            seen.add(c.digest)
-            out.append(c)
-    return out
+    return validated_rows(job.store, job.optimizer.config,
+                          validated_configs(job.task, job.store))[0]
 
 
 def _index(lookup: Lookup, config: Any, table: Table) -> int:

@@ -27,6 +27,7 @@ import numpy as np
 from coalign.config import SystemConfig
 from coalign.data import Example
 from coalign.errors import ConfigError
+from coalign.pairs import canonical_json
 from coalign.runner import EvalResult, evaluate
 from coalign.runtime import Runtime
 from coalign.store import RunStore
@@ -138,27 +139,24 @@ def fit_cascade(task: Task, store: RunStore, config: SystemConfig,
     if not output_checks(task):
         raise ConfigError(f"system {task.system.name!r}: its output component declares no "
                           "check, so a cascade cannot tell a failed output")
-    first = {t.example_id: t for t in store.traces("val", config.digest)}
-    if not first:
+    rows, found = validated_rows(store, config, configs, vary)
+    if not found[0]:
         raise ConfigError("the final config has no stored validation traces: run or resume "
                           "the optimization first")
-    ids = sorted(first)
-    rows, found = [config], [[first[i] for i in ids]]
-    for c in configs:
-        if any(c.digest == r.digest for r in rows) or (
-                vary is not None and not _differs_only_in(c, config, vary)):
-            continue
-        stored = {t.example_id: t for tag in ("val", CANDIDATE_TAG)
-                  for t in store.traces(tag, c.digest)}
-        if all(i in stored for i in ids):
-            rows.append(c)
-            found.append([stored[i] for i in ids])
     scores = np.array([[t.reward or 0.0 for t in ts] for ts in found])
-    passed = np.array([[passes(task, t) for t in ts] for ts in found])
+    seen: dict[tuple[str, str], bool] = {}  # configs share outputs: run each check once
+
+    def passed_once(t: Trace) -> bool:
+        key = (t.example_id, canonical_json(t.state.get(task.system.output)))
+        if key not in seen:
+            seen[key] = passes(task, t)
+        return seen[key]
+
+    passed = np.array([[passed_once(t) for t in ts] for ts in found])
     costs = np.array([[t.cost_s() for t in ts] for ts in found])
     chain = fit_chain(scores, passed, depth)
     answer, ran = answers(chain, passed)
-    cols = np.arange(len(ids))
+    cols = np.arange(len(found[0]))
     spent = [costs[chain[:r], q].sum() for q, r in zip(cols, ran, strict=True)]
     return CascadeFit(Cascade(tuple(rows[i] for i in chain)), len(rows),
                       float(scores[0].mean()), float(scores[answer, cols].mean()),
@@ -176,6 +174,27 @@ def validated_configs(task: Task, store: RunStore) -> list[SystemConfig]:
             if isinstance(row.get(key), dict):
                 configs.append(SystemConfig.from_json(task.system, row[key]))
     return configs
+
+
+def validated_rows(store: RunStore, config: SystemConfig, configs: Sequence[SystemConfig],
+                   vary: Sequence[str] | None = None
+                   ) -> tuple[list[SystemConfig], list[list[Trace]]]:
+    """``config`` and the distinct ``configs`` with a stored validation trace on every input
+    ``config`` has one on (under ``"val"`` or ``CANDIDATE_TAG``; with ``vary``, only those that
+    differ from ``config`` in those params alone), each with its traces in one input order."""
+    first = {t.example_id: t for t in store.traces("val", config.digest)}
+    ids = sorted(first)
+    rows, found = [config], [[first[i] for i in ids]]
+    for c in configs:
+        if any(c.digest == r.digest for r in rows) or (
+                vary is not None and not _differs_only_in(c, config, vary)):
+            continue
+        stored = {t.example_id: t for tag in ("val", CANDIDATE_TAG)
+                  for t in store.traces(tag, c.digest)}
+        if all(i in stored for i in ids):
+            rows.append(c)
+            found.append([stored[i] for i in ids])
+    return rows, found
 
 
 def _differs_only_in(a: SystemConfig, b: SystemConfig, vary: Sequence[str]) -> bool:
@@ -237,4 +256,4 @@ def evaluate_cascade(task: Task, examples: Sequence[Example], cascade: Cascade,
 
 __all__ = ["CANDIDATE_TAG", "Cascade", "CascadeFit", "CascadeResult", "answers", "check_output",
            "evaluate_cascade", "fit_cascade", "fit_chain", "output_checks", "passes",
-           "validated_configs"]
+           "validated_configs", "validated_rows"]
