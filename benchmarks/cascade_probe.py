@@ -11,7 +11,9 @@ Two modes, 20 seeds each (the split of ``replay_compare``):
 * default, **the probe**: the answering config is the best on validation, and the chain is
   fitted among the configs that differ from it only in the Choice slots (what a per-input
   policy may vary), each known on every train and validation question (kinder than a run,
-  which pays for what it sees; as ``router_probe`` is).
+  which pays for what it sees; as ``router_probe`` is). Beside it, ``gold``: the same probe
+  with a gold-informed check (the reward is at least 0.5): the share a cascade could close
+  with exact checks, what the real checks' imprecision costs.
 * ``--runs N``, **the run**: the loop (``coalign_method``, ``--proposals``) runs N equivalent
   runs; ``Job.fit_cascade`` fits the chain on the validation traces of the configs it validated
   in full, and ``Job.cascade_on_test`` runs it on the test questions from the table.
@@ -41,6 +43,9 @@ from coalign.compare import Lookup, Split, coalign_method, draw_split, split_siz
 from coalign.runtime import Runtime
 from coalign.stats import paired_bootstrap
 from coalign.tables import Rewards, Table, config_indices, find_tables
+
+
+GOLD_PASS = 0.5  # the "gold" variant's check: reward at or above this passes
 
 
 def checks_matrix(table: Table, rewards: Rewards) -> np.ndarray:
@@ -156,14 +161,17 @@ def measure(directory: Path, seeds: list[int], fractions: list[float], depths: l
     n = len(rewards.questions)
     sizes = split_sizes(n, fractions)
     head.update(questions=n, split=list(sizes), runs=runs)
-    variants = ["probe"] if runs is None else ["choice", "any"]
+    # "gold": the probe with a gold-informed check (passes iff the reward is >= 0.5), the most
+    # a cascade over these configs could gain with its checks made exact
+    variants = ["probe", "gold"] if runs is None else ["choice", "any"]
     per: dict[str, dict[int, list[dict]]] = {v: {d: [] for d in depths} for v in variants}
     passed = checks_matrix(table, rewards) if runs is None else None
     costs = rewards.costs if rewards.costs is not None else np.zeros_like(rewards.scores)
     for seed in seeds:
         split = draw_split(n, sizes, seed)
-        got = ({"probe": {d: probe_seed(lookup, passed, costs, slots, split, d)
-                          for d in depths}} if passed is not None else
+        got = ({v: {d: probe_seed(lookup, p, costs, slots, split, d) for d in depths}
+                for v, p in (("probe", passed), ("gold", lookup.scores >= GOLD_PASS))}
+               if passed is not None else
                run_seed(directory, table, lookup, slots, split, seed, runs, depths, settings))
         for v in variants:
             for d in depths:

@@ -9,6 +9,7 @@ from coalign.data import get_metric
 from coalign.errors import ConfigError
 from coalign.params import Choice
 from coalign.system import System
+from coalign.systems._grounded import GroundedAnswer
 from coalign.systems._model_choice import model_param
 from coalign.task import Task
 
@@ -71,7 +72,8 @@ def multihop_qa(model: str = "qwen2.5-0.5b", *, ks: tuple[int, ...] = (1, 3, 5, 
                      description="extracts the facts that answer the question from passages"),
         LLMComponent("answer_generator", ["question", "info"], "answer", ANSWER,
                      model=answer_model, max_tokens=16, layout=layout,
-                     description="writes the short final answer from the facts"),
+                     description="writes the short final answer from the facts",
+                     checks=(GroundedAnswer("answer", "passages"),)),
     ]
     if reranker:
         from coalign.component import PassageReranker  # torch: imported only when used
