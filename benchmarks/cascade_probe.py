@@ -202,7 +202,7 @@ def main() -> None:
     out: dict[str, Any] = {"tables": {}, "runs": args.runs, "settings": settings}
     print(f"{'table':<22}{'fallbacks':>10}{'depth':>6}{'single':>8}{'cascade':>8}"
           f"{'oracle':>8}{'closed':>8}{'escal.':>8}{'cost x':>8}  cascade - single [95%]")
-    for directory in args.tables or find_tables():
+    for directory in args.tables or find_tables(complete="greedy"):
         r = measure(directory, list(range(args.seeds)), args.split, args.depth, args.runs,
                     settings)
         name = Path(directory).name

@@ -120,7 +120,7 @@ def main() -> None:
     out = {"tables": {}}
     print(f"{'table':<22}{'slots':>6}{'base':>8}{'router':>8}{'oracle':>8}{'closed':>8}"
           f"{'routed':>8}  router - base [95%]")
-    for directory in args.tables or find_tables():
+    for directory in args.tables or find_tables(complete="greedy"):
         r = probe(directory, list(range(args.seeds)), args.split)
         out["tables"][Path(directory).name] = r
         d = r["router_minus_base"]

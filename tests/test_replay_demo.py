@@ -31,8 +31,12 @@ def test_without_tables_the_demo_says_where_they_live(tmp_path):
 
 
 def test_the_checkout_s_tables_are_found():
-    found = find_tables(Path(__file__).resolve().parents[1])
-    assert {p.name for p in found} >= {"code_gen", "multihop_qa"}
+    root = Path(__file__).resolve().parents[1]
+    found = {p.name for p in find_tables(root)}
+    finished = {p.name for p in find_tables(root, complete="greedy")}
+    assert finished >= {"code_gen", "multihop_qa"}
+    # a table left with 1 of its 30 questions built: found, not finished
+    assert "probe-code_gen_models-first" in found - finished
 
 
 def test_coalign_against_the_best_baseline_is_paired_over_the_seeds_test_questions(tmp_path):

@@ -105,13 +105,15 @@ class Table:
                            sum(p.stat().st_size for p in self.shards.shard_files))
 
 
-def find_tables(start: Path | None = None) -> list[Path]:
-    """Table directories (with a ``space.json``, finished or not) under ``benchmarks/tables``
-    of the current directory or of the checkout holding this package (or of ``start``); none
-    for an installed wheel, which ships no tables."""
+def find_tables(start: Path | None = None, *, complete: str | None = None) -> list[Path]:
+    """Table directories (with a ``space.json``) under ``benchmarks/tables`` of the current
+    directory or of the checkout holding this package (or of ``start``); none for an installed
+    wheel, which ships no tables. ``complete``: only the tables finished at that level
+    (``"greedy"``); by default finished or not."""
     roots = [start] if start else [Path.cwd(), Path(__file__).resolve().parents[3]]
     for root in roots:
         folder = root / "benchmarks" / "tables"
         if folder.is_dir():
-            return sorted(p for p in folder.iterdir() if (p / "space.json").is_file())
+            found = sorted(p for p in folder.iterdir() if (p / "space.json").is_file())
+            return [p for p in found if complete is None or Table(p).complete(complete)]
     return []
