@@ -71,3 +71,24 @@ def test_a_cascade_reads_it_on_a_real_trace_of_the_hotpotqa_table():
     assert set(got) <= {0.0, 1.0} and len(set(got)) == 2  # some answers pass, some fail
     for trace, value in zip(traces, got, strict=True):
         assert value == CHECK({**trace.inputs, **trace.state}, {"answer": trace.state["answer"]})
+
+
+def test_a_hotpotqa_run_fits_and_runs_its_cascade_on_the_check(tmp_path):
+    from coalign.cascade import passes
+    from coalign.job import Job, parse_run_config
+
+    raw = {"system": "multihop_qa", "data": "hotpotqa",
+           "lm": f"replay:{ROOT / 'benchmarks' / 'tables' / 'multihop_qa_models'}",
+           "backbone": "hashing", "split": {"train": 6, "val": 12, "test": 12, "seed": 1},
+           "budget": {"iterations": 8, "rollout_n": 0, "proposals": "local"}}
+    job = Job.open(parse_run_config(raw), tmp_path / "run")
+    job.optimizer.run()
+    fit = job.fit_cascade(depth=1)
+    assert fit.cascade.configs[0] == job.optimizer.config and len(fit.cascade.configs) == 2
+    res = job.cascade_on_test(fit.cascade)
+    first = {t.example_id: t for t in job.on_test(job.optimizer.config, {}).traces}
+    ran = dict(zip([e.id for e in job.test], res.ran, strict=True))
+    # an answer that passes stands; one that fails runs the fallback
+    assert {i: 1 if passes(job.task, first[i]) else 2 for i in ran} == ran
+    assert 0 < res.escalated < 1
+    job.store.close()
