@@ -44,7 +44,6 @@ from coalign.runtime import Runtime
 from coalign.stats import paired_bootstrap
 from coalign.tables import Rewards, Table, config_indices, find_tables
 
-
 GOLD_PASS = 0.5  # the "gold" variant's check: reward at or above this passes
 
 

@@ -20,7 +20,8 @@ from coalign.systems._toys import (
     rollout_picks,
 )
 
-__all__ = ["HINT_TOY", "GroundedAnswer", "MODEL_CHOICE", "MODEL_SELECTOR_TOY", "RETRIEVER_TOY", "SYSTEMS", "TOYS",
+__all__ = ["HINT_TOY", "MODEL_CHOICE", "MODEL_SELECTOR_TOY", "RETRIEVER_TOY", "SYSTEMS", "TOYS",
+           "GroundedAnswer",
            "ProxySelector", "TableSelector", "Toy", "code_gen", "code_gen_single",
            "mean_reward", "model_param",
            "models_of", "multihop_qa", "next_item", "pubmedqa_select", "rollout_picks"]
