@@ -388,3 +388,13 @@ def test_rewards_score_every_config_on_every_finished_question(tmp_path: Path) -
                                                      for r in right]
     assert rewards.means()[0] == 0.0 and rewards.best() == right.index(True)
     assert rewards.oracle() == 1.0 and rewards.oracle([0]) == 1.0
+
+
+def test_the_build_rate_leaves_out_questions_copied_from_a_donor() -> None:
+    from coalign.tables._shards import Done
+    from coalign.tables._table import llm_hours_per_question
+
+    copied = [Done(f"q{i}", 8, 0, 0.0) for i in range(100)]  # a grown table's first 100
+    built = [Done("q100", 8, 30, 5400.0), Done("q101", 8, 10, 1800.0)]
+    assert llm_hours_per_question(copied + built) == 1.0  # (1.5 h + 0.5 h) / 2, not / 102
+    assert llm_hours_per_question(copied) is None and llm_hours_per_question([]) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from coalign.systems import models_of
 from coalign.tables._build import pool_examples
 from coalign.tables._replay import ReplayLM
 from coalign.tables._rewards import Rewards, compute_rewards
-from coalign.tables._shards import LEVELS, ShardSet
+from coalign.tables._shards import LEVELS, Done, ShardSet
 from coalign.tables._space import CandidateSpace
 
 
@@ -50,6 +51,15 @@ class TableStatus:
         out.append(f"{self.entries} LLM calls stored, {self.llm_hours:.2f} LLM hours; "
                    f"{self.shards} shards, {self.bytes / 1e6:.2f} MB")
         return out
+
+
+def llm_hours_per_question(done: Sequence[Done]) -> float | None:
+    """The LLM hours a question took, over the ``done`` ones that made a call: a question
+    copied whole from a ``--reuse`` donor made none and says nothing of what a new one costs
+    (a grown table's first questions are all copies). A question's calls land at the level that
+    first needed them, so ``done`` is one level's."""
+    built = [d.llm_s for d in done if d.llm_calls]
+    return sum(built) / len(built) / 3600 if built else None
 
 
 class Table:
@@ -94,8 +104,7 @@ class Table:
         for level in LEVELS:
             done = [d for d in self.shards.done_at(level)]
             n = sum(self.shards.is_done(q, level) for q in self.space.questions)
-            # a question's calls land at the level that first needed them: rate per level
-            rate = sum(d.llm_s for d in done) / len(done) / 3600 if done else None
+            rate = llm_hours_per_question(done)
             levels.append(LevelStatus(level, n, sum(d.paths for d in done), rate,
                                       None if rate is None else rate * (total - n)))
         return TableStatus(str(self.directory), self.space.system, self.space.digest, total,
