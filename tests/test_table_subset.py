@@ -21,6 +21,8 @@ def test_subset_replays_the_source_rewards_on_its_questions(tmp_path):
     assert sub.space.digest == src.space.digest  # the pool is not part of the identity
     assert [e.id for e in sub.finished()] == first
     assert {e.question for e in sub.shards.entries.values()} == set(first)
+    # its notes say which part of the source's pool it holds
+    assert sub.space.notes["pool"].startswith("the first 2 finished questions of multihop_qa's")
     task = src.space.task()
     configs = list(src.space.configs(task))[:24]
     from coalign.runtime import Runtime
@@ -38,6 +40,7 @@ def test_subset_by_ids_keeps_their_order(tmp_path):
     ids = [e.id for e in Table(HOTPOT).finished()][:3]
     sub = subset_table(HOTPOT, tmp_path / "sub", questions=[ids[2], ids[0]])
     assert list(sub.space.questions) == [ids[2], ids[0]]
+    assert sub.space.notes["pool"].startswith("chosen: 2 finished questions of multihop_qa's")
 
 
 @pytest.mark.parametrize("questions, match", [

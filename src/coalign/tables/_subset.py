@@ -38,7 +38,8 @@ def subset_table(source: str | Path, target: str | Path, *,
     target = Path(target)
     if target.exists() and any(target.iterdir()):
         raise ConfigError(f"table subset: {target} exists and is not empty")
-    space = dataclasses.replace(src.space, questions=tuple(chosen))
+    space = dataclasses.replace(src.space, questions=tuple(chosen),
+                                notes=_notes(src, len(chosen), questions))
     keep = set(chosen)
     target.parent.mkdir(parents=True, exist_ok=True)
     # build beside the target and rename: a killed subset leaves no half table behind
@@ -60,6 +61,15 @@ def subset_table(source: str | Path, target: str | Path, *,
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return Table(target)
+
+
+def _notes(src: Table, n: int, questions: int | Sequence[str] | None) -> dict:
+    """The source's notes, its pool's described as the part taken (notes: not in the digest)."""
+    notes = dict(src.space.notes)
+    which = "the first" if isinstance(questions, int) else "chosen:"
+    pool = f" ({notes['pool']})" if "pool" in notes else ""
+    notes["pool"] = f"{which} {n} finished questions of {src.directory.name}'s pool{pool}"
+    return notes
 
 
 def _choose(finished: list[str], questions: int | Sequence[str] | None, where: Path,
