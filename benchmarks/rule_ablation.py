@@ -35,7 +35,9 @@ Variants (rule numbers of docs/optimize.md's rules table):
   candidates of one param with each other only), not pooled per input.
 - ``raw-gate`` (with ``--proposals portfolio``): the portfolio's gate compares the raw
   validation sums (strictly higher) instead of the score model's expected scores;
-  ``raw-and-model-gate``: it asks for both.
+  ``raw-and-model-gate``: it asks for both. ``confident-gate``: the score model's expected
+  score must exceed the current config's by 1.28 posterior sds of the difference (P(better)
+  >= 0.9) instead of at all (issue 39's false-acceptance control).
 - ``stage1-lazy`` (a setting): stage 1 paid one component before each of the first steps
   (``budget.stage1: lazy``) instead of every component before the first.
 - ``early-reject`` (rule 16 on; off by default): validation stops at a checkpoint (every 25
@@ -104,6 +106,23 @@ def _raw_and_model_better(axes: Any, validated: Sequence[Any], current: Any,
 
 
 _MODEL_BETTER = _step.better  # the portfolio's own gate, before any patch
+CONFIDENT_Z = 1.2816  # the confident gate's z: P(candidate better) >= 0.9 under the model
+
+
+def _confident_better(axes: Any, validated: Sequence[Any], current: Any,
+                      candidate: Any) -> bool:
+    """The score model's gate asking for confidence: the candidate's expected score above the
+    current config's by ``CONFIDENT_Z`` posterior sds of the difference (the two taken as
+    independent: the model's noise is already the paired, config x input part)."""
+    from coalign.optimize._portfolio import posterior
+
+    model = posterior(axes, [*validated, candidate])
+    now, new = axes.picks(current), axes.picks(candidate.config)
+    if model is None or now is None or new is None:
+        return _raw_better(axes, validated, current, candidate)
+    key_new, key_now = candidate.config.digest, current.digest
+    gap = model.mean(new, key_new) - model.mean(now, key_now)
+    return gap > CONFIDENT_Z * float(np.hypot(model.sd(new, key_new), model.sd(now, key_now)))
 
 
 def _picks(fn: Callable[..., Any]) -> list[tuple[Any, str, Any]]:
@@ -122,6 +141,8 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "raw-gate": [(_step, "better", _raw_better)],
     # both: a strictly higher raw validation sum and a higher expected score
     "raw-and-model-gate": [(_step, "better", _raw_and_model_better)],
+    # the score model's gate with P(better) >= 0.9 instead of a higher expected score
+    "confident-gate": [(_step, "better", _confident_better)],
     "features-lrf": [],
     "embedding-lrf": [],
     "no-checks": [],

@@ -4,9 +4,9 @@ HotpotQA's answers are names and phrases taken from its paragraphs, or yes/no fo
 questions. An answer whose words are not all in the passages the system retrieved was made up
 (or is a refusal such as "not mentioned"); one made only of the question's own words restates
 an entity the question names instead of the one it asks for, unless the question offers
-alternatives ("X or Y?"). On the three HotpotQA replay tables answers that pass score 0.43
-answer F1 and those that fail 0.19 (benchmarks/RESULTS.md): far from the code check's
-precision, enough for a per-input cascade (``coalign.cascade``) to gain.
+alternatives ("X or Y?"). On the three HotpotQA replay tables answers that pass score 0.39 to
+0.44 answer F1 and those that fail 0.17 to 0.20 (benchmarks/RESULTS.md): far from the code
+check's precision, enough for a per-input cascade (``coalign.cascade``) to gain.
 """
 
 from __future__ import annotations
