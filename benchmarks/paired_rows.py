@@ -2,7 +2,8 @@
 
 Two runs of ``benchmarks/replay_compare.py`` on one table with the same seeds and split draw
 the same per-seed splits, so a row of one file (coalign with ``--proposals portfolio``, say)
-pairs seed by seed with a row of another (the local loop, a baseline). Prints, per budget,
+pairs seed by seed with a row of another (the local loop, a baseline), over the seeds both
+files hold. Prints, per budget,
 the mean of A - B over seeds with its paired bootstrap interval, and writes them as JSON.
 
     python -m benchmarks.paired_rows A.json[:METHOD] B.json[:METHOD] [--table NAME] \\
@@ -51,17 +52,23 @@ def row(spec: str, table: str | None) -> tuple[str, dict[str, Any], dict[str, li
 
 
 def paired(a: str, b: str, table: str | None = None) -> dict[str, dict[str, float]]:
-    """Per budget both files hold: A - B over seeds (mean, lo, hi, P(A > B))."""
+    """Per budget both files hold: A - B over the seeds both hold (mean, lo, hi, P(A > B),
+    seeds)."""
     name_a, entry_a, rows_a = row(a, table)
     name_b, entry_b, rows_b = row(b, table)
-    for key in ("seeds", "split"):
-        if entry_a[key] != entry_b[key]:
-            raise SystemExit(f"{a} and {b} differ in {key}: {entry_a[key]} vs {entry_b[key]}; "
-                             "only runs on the same seeds and split pair")
+    if entry_a["split"] != entry_b["split"]:
+        raise SystemExit(f"{a} and {b} differ in split: {entry_a['split']} vs "
+                         f"{entry_b['split']}; only runs on the same split pair")
+    # the seeds both hold (a 20-seed ablation against a 40-seed comparison: its first 20)
+    seeds = [s for s in entry_a["seeds"] if s in set(entry_b["seeds"])]
+    if not seeds:
+        raise SystemExit(f"{a} and {b} share no seed: {entry_a['seeds']} vs {entry_b['seeds']}")
+    at_a, at_b = ({s: i for i, s in enumerate(e["seeds"])} for e in (entry_a, entry_b))
     out = {}
     for budget in sorted(set(rows_a) & set(rows_b), key=float):
-        mean, lo, hi, p = paired_bootstrap(rows_a[budget], rows_b[budget])
-        out[budget] = {"mean": mean, "lo": lo, "hi": hi, "p_better": p}
+        mean, lo, hi, p = paired_bootstrap([rows_a[budget][at_a[s]] for s in seeds],
+                                           [rows_b[budget][at_b[s]] for s in seeds])
+        out[budget] = {"mean": mean, "lo": lo, "hi": hi, "p_better": p, "seeds": len(seeds)}
     return out
 
 
@@ -73,7 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     add_json_option(ap)
     args = ap.parse_args(argv)
     diffs = paired(args.a, args.b, args.table)
-    print(f"{args.a} - {args.b}, paired over seeds [95%]")
+    seeds = next(iter(diffs.values()))["seeds"] if diffs else 0
+    print(f"{args.a} - {args.b}, paired over {seeds} seeds [95%]")
     for budget, d in diffs.items():
         print(f"  {float(budget):>6g} runs  {d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
               f"  P {d['p_better']:.2f}")

@@ -126,8 +126,12 @@ def test_rows_of_two_result_files_pair_seed_by_seed(tmp_path):
     assert d["mean"] == pytest.approx(0.2) and d["lo"] == pytest.approx(0.2)
     assert paired(a, f"{b}:random search")["250.0"]["mean"] == pytest.approx(0.3)
     other = _compare_file(tmp_path / "c.json", [0.5, 0.6, 0.7], seeds=(3, 4, 5))
-    with pytest.raises(SystemExit, match="differ in seeds"):
+    with pytest.raises(SystemExit, match="share no seed"):
         paired(a, other)
+    # a file with more seeds pairs on the ones both hold: seeds 1 and 2 here
+    more = _compare_file(tmp_path / "d.json", [0.1, 0.2, 0.3, 0.4], seeds=(2, 1, 7, 8))
+    d = paired(a, more)["250.0"]
+    assert d["seeds"] == 2 and d["mean"] == pytest.approx(((0.8 - 0.2) + (0.9 - 0.1)) / 2)
     with pytest.raises(SystemExit, match="no row 'tpe'"):
         paired(f"{a}:tpe", b)
 
