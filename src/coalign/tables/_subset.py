@@ -66,7 +66,8 @@ def subset_table(source: str | Path, target: str | Path, *,
 def _notes(src: Table, n: int, questions: int | Sequence[str] | None) -> dict:
     """The source's notes, its pool's described as the part taken (notes: not in the digest)."""
     notes = dict(src.space.notes)
-    which = "the first" if isinstance(questions, int) else "chosen:"
+    which = ("the first" if isinstance(questions, int) else "all" if questions is None
+             else "chosen:")
     pool = f" ({notes['pool']})" if "pool" in notes else ""
     notes["pool"] = f"{which} {n} finished questions of {src.directory.name}'s pool{pool}"
     return notes
