@@ -21,7 +21,9 @@ Two modes, 20 seeds each (the split of ``replay_compare``):
 Both print the answering config, the cascade and the per-input oracle (over the Choice slots,
 from the answering config) on test, the share of the oracle's gap closed, the share of test
 questions escalated, the cost against the answering config's, and the paired cascade - single
-interval over seeds; ``--json`` writes them with the per-seed figures.
+interval over seeds; ``--json`` writes them with the per-seed figures. The cost counts each
+fallback's whole run; the run mode adds ``rerun cost x``: a fallback paying only the
+components its config changes and those downstream (``System.run_from`` on the answer's trace).
 
     python -m benchmarks.cascade_probe [TABLE ...] [--seeds 20] [--depth 1 2 3] \
         [--runs 1000 --proposals portfolio] [--json benchmarks/results/replay/cascade_probe.json]
@@ -112,7 +114,9 @@ def run_seed(directory: Path, table: Table, lookup: Lookup, slots: list[str], sp
                     "cascade_test": res.result.mean_reward,
                     "oracle_test": float(lookup.scores[pool][:, test].max(axis=0).mean()),
                     "escalated": res.escalated,
-                    "cost_ratio": res.cost_per_query_s / max(single.cost_per_query_s, 1e-9)}
+                    "cost_ratio": res.cost_per_query_s / max(single.cost_per_query_s, 1e-9),
+                    "rerun_cost_ratio": (res.rerun_cost_per_query_s
+                                         / max(single.cost_per_query_s, 1e-9))}
 
     sizes = (len(split.train), len(split.val), len(split.test))
     method.drive(sizes, seed, runs, lambda *a: None, after=after)
@@ -143,7 +147,11 @@ def summarize(rows: list[dict]) -> dict:
             "closed": (float(cascade.mean() - single.mean()) / gap) if gap > 0 else None,
             "cascade_minus_single": {"mean": mean, "lo": lo, "hi": hi},
             "escalated": float(np.mean([r["escalated"] for r in rows])),
-            "cost_ratio": float(np.mean([r["cost_ratio"] for r in rows])), "seeds": rows}
+            "cost_ratio": float(np.mean([r["cost_ratio"] for r in rows])),
+            # the run mode's: a fallback paying only what its config changes (run_from)
+            "rerun_cost_ratio": (float(np.mean([r["rerun_cost_ratio"] for r in rows]))
+                                 if all("rerun_cost_ratio" in r for r in rows) else None),
+            "seeds": rows}
 
 
 def measure(directory: Path, seeds: list[int], fractions: list[float], depths: list[int],
@@ -217,10 +225,12 @@ def main() -> None:
             for depth, d in per_depth.items():
                 ci = d["cascade_minus_single"]
                 closed = "-" if d["closed"] is None else f"{d['closed']:+.2f}"
+                rerun = ("" if d["rerun_cost_ratio"] is None
+                         else f"  rerun cost x {d['rerun_cost_ratio']:.2f}")
                 print(f"{name:<22}{variant:>10}{depth:>6}{d['single_test']:>8.3f}"
                       f"{d['cascade_test']:>8.3f}{d['oracle_test']:>8.3f}{closed:>8}"
                       f"{d['escalated']:>8.2f}{d['cost_ratio']:>8.2f}  "
-                      f"{ci['mean']:+.3f} [{ci['lo']:+.3f}, {ci['hi']:+.3f}]")
+                      f"{ci['mean']:+.3f} [{ci['lo']:+.3f}, {ci['hi']:+.3f}]{rerun}")
     if args.json:
         write_result(args.json, out, indent=1)
 

@@ -79,6 +79,13 @@ def test_a_run_keeps_its_rejected_validations_and_fits_a_cascade_from_them(tmp_p
         else:
             assert ran > 1
     assert res.cost_per_query_s >= single.cost_per_query_s
+    # rerunning only what a fallback changes costs less than its whole run, never less than
+    # the answer alone; on the examples that escalated the rest is the shared upstream
+    from coalign.cascade import rerun_components
+
+    fresh = rerun_components(job.task.system, fit.cascade.configs[0], fit.cascade.configs[1])
+    assert fresh < {c.name for c in job.task.system.components}
+    assert single.cost_per_query_s <= res.rerun_cost_per_query_s < res.cost_per_query_s
     again = job.cascade_on_test(fit.cascade)  # every link's traces are stored: no rerun
     assert again.result.resumed == sum(res.ran)
     assert again.result.mean_reward == res.result.mean_reward
@@ -169,3 +176,19 @@ def test_optimize_with_cascade_prints_the_cascade_on_test(tmp_path):
     text = " ".join(done.stdout.split())  # rich wraps long lines
     assert "cascade (1 fallback(s) of 1 validated configs): test pass@1 0.3333 against" in text
     assert "of test examples ran a fallback" in text
+
+
+def test_a_fallback_reruns_the_components_it_changes_and_what_is_downstream():
+    from coalign.cascade import rerun_components
+    from coalign.systems import code_gen
+
+    system = code_gen(models=("qwen2.5-0.5b", "qwen2.5-1.5b")).system
+    start = system.default_config()
+    everything = {c.name for c in system.components}
+    assert rerun_components(system, start, start) == everything  # the answer runs in full
+    reviser = start.with_value("reviser", "model", "qwen2.5-1.5b")
+    assert rerun_components(system, start, reviser) == {"reviser"}  # nothing downstream of it
+    generator = start.with_value("code_generator", "model", "qwen2.5-1.5b")
+    assert rerun_components(system, start, generator) == {"code_generator", "executor",
+                                                          "reviser"}
+

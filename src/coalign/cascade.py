@@ -31,6 +31,7 @@ from coalign.pairs import canonical_json
 from coalign.runner import EvalResult, evaluate
 from coalign.runtime import Runtime
 from coalign.store import RunStore
+from coalign.system import System
 from coalign.task import Task
 from coalign.trace import Trace, Usage
 
@@ -213,6 +214,9 @@ class CascadeResult:
     result: EvalResult
     ran: tuple[int, ...]
     cost_per_query_s: float  # every link's model seconds, per example
+    # the same, a fallback paying only the components its config changes and those downstream
+    # (``System.run_from`` on the answer's trace reuses the rest, outputs unchanged)
+    rerun_cost_per_query_s: float = 0.0
 
     @property
     def escalated(self) -> float:
@@ -227,7 +231,7 @@ def evaluate_cascade(task: Task, examples: Sequence[Example], cascade: Cascade,
     todo, first_traces = list(examples), None
     chosen: dict[str, Trace] = {}
     ran = {e.id: 0 for e in examples}
-    usage, equiv, wall, resumed, spent = Usage(), 0.0, 0.0, 0, 0.0
+    usage, equiv, wall, resumed, spent, rerun = Usage(), 0.0, 0.0, 0, 0.0, 0.0
     for k, config in enumerate(cascade.configs):
         if not todo:
             break
@@ -237,6 +241,9 @@ def evaluate_cascade(task: Task, examples: Sequence[Example], cascade: Cascade,
         usage.add(res.usage)
         equiv, wall, resumed = equiv + res.equiv_runs, wall + res.wall_s, resumed + res.resumed
         spent += sum(t.cost_s() for t in res.traces)
+        fresh = rerun_components(task.system, cascade.configs[0], config)
+        rerun += sum(st.usage.model_s for t in res.traces for st in t.steps
+                     if st.component in fresh)
         if first_traces is None:
             first_traces = {t.example_id: t for t in res.traces}
         failing = []
@@ -250,10 +257,20 @@ def evaluate_cascade(task: Task, examples: Sequence[Example], cascade: Cascade,
     traces = [chosen.get(e.id) or (first_traces or {})[e.id] for e in examples]
     mean = float(np.mean([t.reward or 0.0 for t in traces])) if traces else 0.0
     result = EvalResult(traces, mean, wall, resumed, usage, equiv)
-    return CascadeResult(result, tuple(ran[e.id] for e in examples),
-                         spent / len(examples) if examples else 0.0)
+    n = max(len(examples), 1)
+    return CascadeResult(result, tuple(ran[e.id] for e in examples), spent / n, rerun / n)
+
+
+def rerun_components(system: System, first: SystemConfig, other: SystemConfig) -> set[str]:
+    """The components ``other`` must run on an input ``first`` already ran: those whose params
+    differ and everything downstream of them (all of them for ``first`` itself)."""
+    if other == first:
+        return {c.name for c in system.components}
+    a, b = first.to_json(), other.to_json()
+    changed = {c.name for c in system.components if a.get(c.name) != b.get(c.name)}
+    return changed.union(*(system.descendants(c) for c in changed))
 
 
 __all__ = ["CANDIDATE_TAG", "Cascade", "CascadeFit", "CascadeResult", "answers", "check_output",
            "evaluate_cascade", "fit_cascade", "fit_chain", "output_checks", "passes",
-           "validated_configs", "validated_rows"]
+           "rerun_components", "validated_configs", "validated_rows"]

@@ -109,7 +109,9 @@ def run_evaluation(task: Task, data: str | DataFile, limit: int | None, run_dir:
     store.close()
     if loaded.cascade is not None:
         console.print(Text(f"cascade: {ran.escalated:.0%} of examples ran a fallback; "
-                           f"{ran.cost_per_query_s:.2f} model s an example over every link"))
+                           f"{ran.cost_per_query_s:.2f} model s an example over every link, "
+                           f"{ran.rerun_cost_per_query_s:.2f} rerunning only what a fallback "
+                           "changes"))
     return result
 
 

@@ -136,7 +136,8 @@ def cascade_summary(job: Job, after: EvalResult, depth: int) -> None:
         f"cascade ({len(fit.cascade.configs) - 1} fallback(s) of {fit.candidates - 1} "
         f"validated configs): test {job.task.metric_name} {res.result.mean_reward:.4f} "
         f"against {after.mean_reward:.4f}; {res.escalated:.0%} of test examples ran a "
-        f"fallback; model s/query {after.cost_per_query_s:.1f} -> {res.cost_per_query_s:.1f}; "
+        f"fallback; model s/query {after.cost_per_query_s:.1f} -> {res.cost_per_query_s:.1f} "
+        f"({res.rerun_cost_per_query_s:.1f} rerunning only what a fallback changes); "
         f"export it with `coalign export RUN_DIR --cascade {depth}`"))
 
 
