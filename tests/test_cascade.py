@@ -60,6 +60,7 @@ def test_a_run_keeps_its_rejected_validations_and_fits_a_cascade_from_them(tmp_p
     # it: on MBPP a failing output scores 0, so the cascade cannot score below on validation
     assert fit.val_cascade >= fit.val_single
     assert fit.cost_ratio >= 1.0
+    assert 1.0 <= fit.rerun_cost_ratio <= fit.cost_ratio
     final = job.optimizer.config.to_json()
     fallback = fit.cascade.configs[1].to_json()
     changed = [f"{comp}.{k}" for comp, ps in fallback.items() for k, v in ps.items()

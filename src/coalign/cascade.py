@@ -115,11 +115,13 @@ class CascadeFit:
     val_cascade: float
     escalated: float  # share of validation inputs whose first output failed the checks
     cost_ratio: float  # model seconds per input, cascade / answering config alone
+    rerun_cost_ratio: float  # the same, each fallback rerunning only what it changes
 
     def to_json(self) -> dict[str, Any]:
         return {"configs": self.cascade.to_json(), "candidates": self.candidates,
                 "val_single": self.val_single, "val_cascade": self.val_cascade,
-                "escalated": self.escalated, "cost_ratio": self.cost_ratio}
+                "escalated": self.escalated, "cost_ratio": self.cost_ratio,
+                "rerun_cost_ratio": self.rerun_cost_ratio}
 
 
 def fit_cascade(task: Task, store: RunStore, config: SystemConfig,
@@ -155,14 +157,24 @@ def fit_cascade(task: Task, store: RunStore, config: SystemConfig,
 
     passed = np.array([[passed_once(t) for t in ts] for ts in found])
     costs = np.array([[t.cost_s() for t in ts] for ts in found])
+    reruns = np.array([[_cost_of(t, rerun_components(task.system, config, c)) for t in ts]
+                       for c, ts in zip(rows, found, strict=True)])
     chain = fit_chain(scores, passed, depth)
     answer, ran = answers(chain, passed)
     cols = np.arange(len(found[0]))
-    spent = [costs[chain[:r], q].sum() for q, r in zip(cols, ran, strict=True)]
+
+    def ratio(per: np.ndarray) -> float:
+        spent = [per[chain[:r], q].sum() for q, r in zip(cols, ran, strict=True)]
+        return float(np.mean(spent) / max(costs[0].mean(), 1e-9))
+
     return CascadeFit(Cascade(tuple(rows[i] for i in chain)), len(rows),
                       float(scores[0].mean()), float(scores[answer, cols].mean()),
-                      float(np.mean(ran > 1)),
-                      float(np.mean(spent) / max(costs[0].mean(), 1e-9)))
+                      float(np.mean(ran > 1)), ratio(costs), ratio(reruns))
+
+
+def _cost_of(trace: Trace, components: set[str]) -> float:
+    """Model seconds of ``trace``'s steps of ``components`` (reused steps at their cost)."""
+    return sum(st.usage.model_s for st in trace.steps if st.component in components)
 
 
 def validated_configs(task: Task, store: RunStore) -> list[SystemConfig]:
@@ -242,8 +254,7 @@ def evaluate_cascade(task: Task, examples: Sequence[Example], cascade: Cascade,
         equiv, wall, resumed = equiv + res.equiv_runs, wall + res.wall_s, resumed + res.resumed
         spent += sum(t.cost_s() for t in res.traces)
         fresh = rerun_components(task.system, cascade.configs[0], config)
-        rerun += sum(st.usage.model_s for t in res.traces for st in t.steps
-                     if st.component in fresh)
+        rerun += sum(_cost_of(t, fresh) for t in res.traces)
         if first_traces is None:
             first_traces = {t.example_id: t for t in res.traces}
         failing = []

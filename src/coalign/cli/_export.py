@@ -40,4 +40,6 @@ def export_cmd(
                            f"{c['candidates'] - 1} validated configs; validation (in-sample) "
                            f"{c['val_single']:.4f} -> {c['val_cascade']:.4f}, "
                            f"{c['escalated']:.0%} of inputs escalated, "
-                           f"{c['cost_ratio']:.2f}x the model seconds"))
+                           f"{c['cost_ratio']:.2f}x the model seconds "
+                           f"({c['rerun_cost_ratio']:.2f}x rerunning only what a fallback "
+                           "changes)"))
