@@ -64,3 +64,30 @@ def test_coalign_against_the_best_baseline_is_paired_over_the_seeds_test_questio
     show_replay_comparison(console, tmp_path / "replay", [FIXTURE], seeds=(0, 1),
                            budgets=(60.0,))
     assert "coalign − best baseline [95%]" in console.export_text()
+
+
+def test_a_table_that_does_not_replay_is_skipped_and_the_others_shown(tmp_path):
+    import gzip
+    import hashlib
+    import json
+    import shutil
+
+    broken = tmp_path / "broken_8q"
+    shutil.copytree(FIXTURE, broken)
+    for shard in sorted((broken / "shards").iterdir()):
+        lines = gzip.decompress(shard.read_bytes()).decode().splitlines()
+        header, records = json.loads(lines[0]), lines[1:]
+        # the answer writer's stored calls go; the done markers stay, so it claims complete
+        kept = [r for r in records if json.loads(r).get("component") != "answer_generator"]
+        header["records"] = len(kept)
+        raw = "\n".join([json.dumps(header), *kept]).encode() + b"\n"
+        shard.unlink()
+        name = hashlib.sha256(raw).hexdigest()[:20] + ".jsonl.gz"
+        (broken / "shards" / name).write_bytes(gzip.compress(raw))
+    console = Console(record=True, width=400)
+    written = show_replay_comparison(console, tmp_path / "replay", [broken, FIXTURE],
+                                     seeds=(0,), budgets=(60.0,))
+    assert written == [tmp_path / "replay" / "anytime-multihop_qa_8q.svg"]
+    shown = console.export_text()
+    assert f"replay comparison: {broken} skipped: answer_generator on" in shown
+    assert "not in replay table" in shown
