@@ -29,8 +29,7 @@ def show_replay_comparison(console: Console, out_dir: Path,
     """Compare the methods on each finished table; print a table per system, write its
     anytime curve under ``out_dir``, and return the curves written."""
     from coalign.compare import METHODS, Lookup, anytime_svg, coalign_method, compare, split_sizes
-    from coalign.tables import Table, find_tables
-    from coalign.tables._replay import ReplayMiss
+    from coalign.tables import ReplayMiss, Table, find_tables
 
     tables = find_tables() if tables is None else list(tables)
     written: list[Path] = []
