@@ -157,8 +157,8 @@ def fit_cascade(task: Task, store: RunStore, config: SystemConfig,
 
     passed = np.array([[passed_once(t) for t in ts] for ts in found])
     costs = np.array([[t.cost_s() for t in ts] for ts in found])
-    reruns = np.array([[_cost_of(t, rerun_components(task.system, config, c)) for t in ts]
-                       for c, ts in zip(rows, found, strict=True)])
+    fresh = [rerun_components(task.system, config, c) for c in rows]  # once a row
+    reruns = np.array([[_cost_of(t, f) for t in ts] for f, ts in zip(fresh, found, strict=True)])
     chain = fit_chain(scores, passed, depth)
     answer, ran = answers(chain, passed)
     cols = np.arange(len(found[0]))
