@@ -42,7 +42,6 @@ from benchmarks.replay_compare import choice_slots
 from benchmarks.router_probe import siblings
 from coalign.cascade import answers, fit_chain, output_checks, passes
 from coalign.compare import Lookup, Split, coalign_method, draw_split, split_sizes
-from coalign.runtime import Runtime
 from coalign.stats import paired_bootstrap
 from coalign.tables import Rewards, Table, config_indices, find_tables
 
@@ -58,7 +57,7 @@ def checks_matrix(table: Table, rewards: Rewards) -> np.ndarray:
     task = table.space.task()
     by_id = {e.id: e for e in table.finished()}
     examples = [by_id[q] for q in rewards.questions]
-    runtime = Runtime(lms=table.lms(), max_workers=2, seed=0)
+    runtime = table.runtime(max_workers=2)
     memo: dict[str, bool] = {}
     out = np.zeros(rewards.scores.shape, dtype=bool)
     for i, config in enumerate(rewards.configs):

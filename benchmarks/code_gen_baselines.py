@@ -17,7 +17,6 @@ from pathlib import Path
 
 from benchmarks._results import add_json_option, write_result
 from coalign.runner import evaluate
-from coalign.runtime import Runtime
 from coalign.stats import paired_bootstrap
 from coalign.tables import Table
 
@@ -31,7 +30,7 @@ def main() -> None:
     task = table.space.task()
     problems = table.finished()
     res = evaluate(task, problems, task.system.default_config(),
-                   Runtime(lms=table.lms(), max_workers=1, seed=0))
+                   table.runtime(max_workers=1))
     system = res.scores
     alone = [task.metric(t.step("code_generator").outputs["code"], e)
              for t, e in zip(res.traces, problems, strict=True)]

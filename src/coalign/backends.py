@@ -13,7 +13,7 @@ from coalign.errors import ConfigError
 from coalign.executors import BaseExecutor
 from coalign.lm import CachedLM, EndpointSettings, UsageMeter, make_lm
 from coalign.runtime import Runtime
-from coalign.tables import REPLAY, replay_lms
+from coalign.tables import REPLAY, replay_runtime
 
 __all__ = ["REPLAY", "build_runtime"]
 
@@ -31,10 +31,10 @@ def build_runtime(models: Sequence[str], cache_path: str | Path | None, *,
     actors, say) and fans items out; the response cache stays here, in front of them.
     """
     if lm is not None and lm.startswith(REPLAY):
-        replay = replay_lms(lm, models)
         meter = UsageMeter()
         # replay answers in microseconds from here: nothing to send to actors
-        return Runtime(lms=replay, sink=meter, max_workers=max_workers, seed=seed), meter
+        return replay_runtime(lm, models, sink=meter, max_workers=max_workers,
+                              seed=seed), meter
     if lm is not None:
         raise ConfigError(f"lm {lm!r}: expected replay:DIR (a replay table directory); live "
                           "models are named by the system")

@@ -6,8 +6,10 @@ LMs, records the step's usage, and resolves per-instance parameters through a ``
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -33,6 +35,16 @@ class UsageSink(Protocol):
     def record(self, tag: str, response: LMResponse) -> None: ...
 
 
+class OutcomeLog(Protocol):
+    """Recorded results of steps that are not a pure function of their inputs (a sandboxed test
+    run near its time limit): a replay table keeps them so that a replay sees what its build saw
+    and asks the table's LLM requests, not ones that depend on the replaying machine's timing."""
+
+    def get(self, key: str) -> Any | None: ...
+
+    def put(self, key: str, value: Any, component: str, question: str) -> None: ...
+
+
 @dataclass
 class Runtime:
     """Shared, thread-safe services for running systems.
@@ -40,7 +52,8 @@ class Runtime:
     ``lms`` maps the model names used in configurations (``"qwen2.5-0.5b"``) to backends;
     ``sample_temperature``/``sample_index`` are set by Monte-Carlo rollouts so that a component's
     LLM calls sample instead of decoding greedily. ``executor`` fans items out (``map``); without
-    one, ``max_workers`` threads do.
+    one, ``max_workers`` threads do. ``outcomes``: a log that pins timing-dependent step
+    results (``RunContext.pinned``); without one they are computed every time.
     """
 
     lms: Mapping[str, LM] = field(default_factory=dict)
@@ -49,6 +62,7 @@ class Runtime:
     max_workers: int = 4
     seed: int = 0
     executor: BaseExecutor | None = None
+    outcomes: OutcomeLog | None = None
 
     def map(self, fn: Callable[[_T], _R], items: Iterable[_T]) -> Iterator[_R]:
         """``fn`` over ``items`` concurrently, results in item order."""
@@ -124,6 +138,22 @@ class RunContext:
         if self.runtime.sink is not None:
             self.runtime.sink.record(self.component, response)
         return response
+
+    def pinned(self, what: Sequence[Any], compute: Callable[[], _T]) -> _T:
+        """``compute()``, or the value the runtime's outcome log recorded for ``what`` (a JSON
+        list that determines the step: its kind and inputs); a computed value is logged. The
+        value must be JSON data and not None."""
+        log = self.runtime.outcomes
+        if log is None:
+            return compute()
+        key = hashlib.sha256(json.dumps(list(what), sort_keys=True, ensure_ascii=False)
+                             .encode("utf-8")).hexdigest()[:32]
+        found = log.get(key)
+        if found is not None:
+            return found
+        value = compute()
+        log.put(key, value, self.component, self.example_id)
+        return value
 
     def resolve(self, param: str, options: tuple[Any, ...], value: Any,
                 inputs: Mapping[str, Any], per_instance: bool) -> Any:

@@ -1,4 +1,5 @@
-"""``coalign table build | status``: replay tables of a benchmark's candidate space."""
+"""``coalign table build | pin | status | subset``: replay tables of a benchmark's candidate
+space."""
 
 from __future__ import annotations
 
@@ -70,6 +71,41 @@ def build_cmd(
     typer.echo(f"built {report.built_now} question(s) now, {report.llm_calls} LLM calls"
                f"{reused}, {report.llm_s / 3600:.2f} LLM hours; {report.done}/{report.total} "
                f"done; {len(report.shards_written)} new shard(s)")
+
+
+@table_app.command("pin")
+def pin_cmd(
+    directory: Path = typer.Argument(..., help="table directory holding space.json"),
+    tries: int = typer.Option(5, min=1, help="walks of a question before it is left unpinned"),
+    minutes: float = typer.Option(None, help="stop cleanly after this many minutes"),
+    limit: int = typer.Option(None, min=1, help="pin at most this many more questions"),
+) -> None:
+    """Record the sandbox outcomes of a table built before builds kept them, so its replay
+    reads them instead of rerunning code near a time limit; kill it and rerun at any moment."""
+    from coalign.tables import pin_table
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _interrupt)
+    if minutes is not None and not 0 < minutes < math.inf:
+        raise ConfigError(f"--minutes must be a finite number > 0 (got {minutes})")
+    try:
+        report = pin_table(directory, tries=tries, minutes=minutes, limit=limit,
+                           on_question=lambda q, i, n: typer.echo(f"{q} pinned ({i}/{n})"))
+    except KeyboardInterrupt:
+        typer.echo("stopped: pinned questions are sealed; rerun to go on", err=True)
+        raise typer.Exit(130) from None
+    typer.echo(f"pinned {report.pinned_now} question(s) now, {report.outcomes} outcomes; "
+               f"{report.pinned}/{report.finished} finished questions pinned")
+    if report.retried:
+        typer.echo(f"walked again (a run ended otherwise than at build time): "
+                   f"{', '.join(report.retried)}")
+    for question, n in report.unreached.items():
+        typer.echo(f"{question}: {n} stored response(s) no walk reached (a build killed "
+                   "mid-question can leave some)")
+    if report.failed:
+        typer.echo(f"left unpinned, every walk asked a request outside the table: "
+                   f"{', '.join(report.failed)}", err=True)
+        raise typer.Exit(1)
 
 
 def _interrupt(signum: int, frame: object) -> None:

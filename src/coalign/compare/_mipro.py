@@ -88,14 +88,13 @@ class MiproMethod:
         import dspy
 
         from coalign.optimize import EXAMPLE_ID, CoalignDSPyLM, CoalignEngine
-        from coalign.runtime import Runtime
 
         table = Table(self.table)
         task = self.space.task(finite=False)  # off-table prompts reach the table and are refused
         start = SystemConfig.from_json(task.system,
                                        next(self.space.configs(self.space.task())).to_json())
         by_id = {e.id: e for e in pool_examples(self.space)}
-        runtime = Runtime(lms=table.lms(), max_workers=1, seed=0)
+        runtime = table.runtime(max_workers=1)
         run = _Run(task, start, runtime, by_id, self.space, lookup)
         program = _program(run)
         examples = [[dspy.Example(**by_id[self.questions[q]].inputs,

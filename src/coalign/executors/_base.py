@@ -61,7 +61,7 @@ class SerialExecutor(BaseExecutor):
     """One item at a time in the calling thread (the null executor)."""
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        return map(fn, items)
+        return _each(fn, items)
 
 
 class ThreadExecutor(BaseExecutor):
@@ -77,7 +77,7 @@ class ThreadExecutor(BaseExecutor):
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         items = list(items)
         if self.workers == 1 or len(items) <= 1:  # no pool: same thread, same stack traces
-            yield from map(fn, items)
+            yield from _each(fn, items)
             return
         pool = ThreadPoolExecutor(max_workers=min(self.workers, len(items)))
         try:
@@ -85,3 +85,10 @@ class ThreadExecutor(BaseExecutor):
                 yield future.result()
         finally:  # on an error or an interrupt, items not started are dropped, not waited for
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _each(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+    # not the builtin map: a StopIteration escaping fn would end it early without a word, and
+    # a table build would report its unbuilt questions as none to do
+    for item in items:
+        yield fn(item)

@@ -36,6 +36,7 @@ from coalign.executors import BaseExecutor, SerialExecutor, ThreadExecutor, Work
 from coalign.lm import LM
 from coalign.runtime import Runtime, Sampling
 from coalign.systems import models_of
+from coalign.tables._outcomes import TableOutcomes
 from coalign.tables._replay import RecordingLM
 from coalign.tables._shards import LEVELS, Done, Entry, ShardSet
 from coalign.tables._space import CandidateSpace
@@ -158,6 +159,7 @@ def build_table(directory: Path, *, level: str = "greedy", minutes: float | None
                 stopped = True
                 continue
             shards.mark_done(done)
+            shards.mark_pinned(done.question)  # its walk logged every outcome it met
             built, calls, llm_s = built + 1, calls + done.llm_calls, llm_s + done.llm_s
             since_seal += 1
             if since_seal >= seal_every:
@@ -209,7 +211,9 @@ def _question(task: Task, space: CandidateSpace, example: Example,
               recorders: Mapping[str, RecordingLM], level: str) -> Done:
     """Expand one question with one set of recorders (one replica of each model)."""
     before = [(r.calls, r.llm_s) for r in recorders.values()]
-    runtime = Runtime(lms=recorders, max_workers=1, seed=0)
+    shards = next(iter(recorders.values())).shards
+    runtime = Runtime(lms=recorders, max_workers=1, seed=0,
+                      outcomes=TableOutcomes(shards, write=True))
     paths = expand(task, space, example, runtime, recorders, samples=level == "samples")
     q_calls = sum(r.calls - c for r, (c, _) in zip(recorders.values(), before, strict=True))
     q_s = sum(r.llm_s - s for r, (_, s) in zip(recorders.values(), before, strict=True))

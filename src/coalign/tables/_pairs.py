@@ -18,7 +18,6 @@ from typing import Any
 from coalign.data import Example
 from coalign.errors import ConfigError
 from coalign.pairs import PreferencePair, canonical_json, label_for
-from coalign.runtime import Runtime
 from coalign.tables._space import config_indices
 
 
@@ -37,7 +36,7 @@ def table_pairs(table: Any, component: str, questions: Sequence[Example], *,
     held = [k for k in space.params if k.partition(".")[0] in downstream]
     configs = [c for c in space.configs(task)
                if all(i == 0 for k, i in config_indices(c.to_json(), space).items() if k in held)]
-    runtime = Runtime(lms=table.lms(), max_workers=1, seed=0)
+    runtime = table.runtime(max_workers=1)
     # group: (question, upstream values) -> [(outputs, reward, own values, inputs)]
     groups: dict[tuple[str, str], list[tuple[dict[str, Any], float, str, dict[str, Any]]]] = {}
     for config in configs:

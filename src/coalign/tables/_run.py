@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from coalign.data import Example
 from coalign.errors import ConfigError
+from coalign.runtime import Runtime
 from coalign.tables._build import pool_examples
 from coalign.tables._policy import check_policy_samples
 from coalign.tables._shards import ShardSet
@@ -23,14 +24,18 @@ if TYPE_CHECKING:
 REPLAY = "replay:"  # an lm spec naming a replay table: replay:DIR
 
 
-def replay_lms(lm: str, models: Sequence[str]) -> dict[str, Any]:
+def replay_runtime(lm: str, models: Sequence[str], **kwargs: Any) -> Runtime:
+    """A runtime answering ``models`` from the replay table ``lm`` (``replay:DIR``), with its
+    pinned step outcomes; ``kwargs`` go to ``Runtime``."""
     table = Table(lm[len(REPLAY):])
     lms = table.lms()
     missing = sorted(set(models) - set(lms))
     if missing:
         raise ConfigError(f"replay table {table.directory} holds no answers of model(s) "
                           f"{missing}; it covers {sorted(lms)}")
-    return {m: lms[m] for m in models}
+    runtime = table.runtime(**kwargs)
+    runtime.lms = {m: lms[m] for m in models}
+    return runtime
 
 
 def run_task(cfg: RunConfig) -> tuple[Task, list[Example] | None]:

@@ -1,11 +1,13 @@
 """Append-only, content-addressed shards of a replay table.
 
 A shard is a gzip JSON-lines file named by the SHA-256 of its uncompressed content: one header
-line (the table's system and space digest, the record count), then records. A record is either an
-LLM response keyed by its request digest, or a ``done`` mark for a question whose whole prefix
-tree is in the table. Shards are written once (temp file + rename) and never rewritten; new
-responses go first to a local journal (one flushed line each, so a killed build loses at most the
-line being written), which is sealed into a shard at checkpoints and on the next start.
+line (the table's system and space digest, the record count), then records. A record is an LLM
+response keyed by its request digest, a ``done`` mark for a question whose whole prefix tree is
+in the table, a step ``outcome`` pinned for replay (``RunContext.pinned``), or a ``pinned`` mark
+for a question whose every such outcome is in the table. Shards are written once (temp file +
+rename) and never rewritten; new records go first to a local journal (one flushed line each, so
+a killed build loses at most the line being written), which is sealed into a shard at
+checkpoints and on the next start.
 """
 
 from __future__ import annotations
@@ -48,6 +50,15 @@ class Entry:
     question: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A step result pinned for replay (JSON data), and the step and question that made it."""
+
+    value: Any
+    component: str = ""
+    question: str = ""
+
+
 LEVELS = ("greedy", "samples")
 
 
@@ -74,6 +85,13 @@ def done_record(d: Done) -> dict[str, Any]:
             "llm_s": round(d.llm_s, 3), "level": d.level}
 
 
+def outcome_record(key: str, o: Outcome) -> dict[str, Any]:
+    return {"outcome": key, "value": o.value, "component": o.component, "question": o.question}
+
+
+_KINDS = ("key", "done", "outcome", "pinned")
+
+
 class ShardSet:
     """Every record of a table directory, loaded and verified; appends go to a journal.
 
@@ -89,6 +107,8 @@ class ShardSet:
         self.space = space
         self.entries: dict[str, Entry] = {}
         self.done: dict[tuple[str, str], Done] = {}  # (question, level) -> its mark
+        self.outcomes: dict[str, Outcome] = {}  # pinned step results (``RunContext.pinned``)
+        self.pinned: set[str] = set()  # questions whose every outcome is pinned
         self.shard_files: list[Path] = []
         self._lock = threading.Lock()
         self._journal: io.TextIOWrapper | None = None
@@ -112,6 +132,11 @@ class ShardSet:
                 d = Done(str(rec["done"]), int(rec["paths"]), int(rec["llm_calls"]),
                          float(rec["llm_s"]), str(rec.get("level", "greedy")))
                 self.done.setdefault((d.question, d.level), d)
+            elif "outcome" in rec:
+                self.outcomes.setdefault(str(rec["outcome"]), Outcome(
+                    rec["value"], rec.get("component", ""), rec.get("question", "")))
+            elif "pinned" in rec:
+                self.pinned.add(str(rec["pinned"]))
             else:
                 self.entries.setdefault(rec["key"], Entry(
                     rec["text"], int(rec["prompt_tokens"]), int(rec["completion_tokens"]),
@@ -147,6 +172,18 @@ class ShardSet:
         with self._lock:
             self.done[done.question, done.level] = done
             self._write_line(done_record(done))
+
+    def append_outcome(self, key: str, outcome: Outcome) -> None:
+        with self._lock:
+            if key in self.outcomes:
+                return
+            self.outcomes[key] = outcome
+            self._write_line(outcome_record(key, outcome))
+
+    def mark_pinned(self, question: str) -> None:
+        with self._lock:
+            self.pinned.add(question)
+            self._write_line({"pinned": question})
 
     def _write_line(self, record: Mapping[str, Any]) -> None:
         if self._journal is None:
@@ -252,6 +289,7 @@ def _parse(lines: list[str], path: Path, system: str, space: str,
         raise _shard_error(path, f"holds {len(records)} records, its header says "
                                  f"{header.get('records')}")
     for rec in records:
-        if not isinstance(rec, dict) or not ("key" in rec or "done" in rec):
-            raise _shard_error(path, "a record is neither a response nor a done mark")
+        if not isinstance(rec, dict) or not any(k in rec for k in _KINDS):
+            raise _shard_error(path, "a record is none of response, done mark, outcome, "
+                                     "pinned mark")
         yield rec

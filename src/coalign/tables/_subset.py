@@ -49,9 +49,14 @@ def subset_table(source: str | Path, target: str | Path, *,
         for key, entry in src.shards.entries.items():
             if entry.question in keep:
                 shards.append(key, entry)
+        for key, outcome in src.shards.outcomes.items():
+            if outcome.question in keep:
+                shards.append_outcome(key, outcome)
         for (question, _), done in src.shards.done.items():
             if question in keep:
                 shards.mark_done(done)
+        for question in sorted(src.shards.pinned & keep):
+            shards.mark_pinned(question)
         shards.close()
         space.save(tmp)
         if target.exists():

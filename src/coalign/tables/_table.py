@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from coalign.data import Example
+from coalign.runtime import Runtime
 from coalign.systems import models_of
 from coalign.tables._build import pool_examples
+from coalign.tables._outcomes import TableOutcomes
 from coalign.tables._replay import ReplayLM
 from coalign.tables._rewards import Rewards, compute_rewards
 from coalign.tables._shards import LEVELS, Done, ShardSet
@@ -36,6 +39,8 @@ class TableStatus:
     llm_hours: float
     shards: int
     bytes: int
+    pinned: int = 0  # questions whose step outcomes are pinned (``coalign table pin``)
+    outcomes: int = 0
 
     def lines(self) -> list[str]:
         out = [f"table {self.directory} ({self.system}, space {self.space}, "
@@ -50,6 +55,9 @@ class TableStatus:
                        f"paths{rate}{eta}")
         out.append(f"{self.entries} LLM calls stored, {self.llm_hours:.2f} LLM hours; "
                    f"{self.shards} shards, {self.bytes / 1e6:.2f} MB")
+        if self.outcomes or self.pinned:
+            out.append(f"step outcomes pinned for {self.pinned} questions ({self.outcomes} "
+                       "outcomes)")
         return out
 
 
@@ -80,6 +88,12 @@ class Table:
         return {m: ReplayLM(self.shards, m, str(self.directory))
                 for m in models_of(self.space.task())}
 
+    def runtime(self, max_workers: int = 1, *, seed: int = 0, **kwargs: Any) -> Runtime:
+        """A runtime that replays the table: its LLM answers and its pinned step outcomes
+        (``kwargs``: other ``Runtime`` fields)."""
+        return Runtime(lms=self.lms(), outcomes=TableOutcomes(self.shards),
+                       max_workers=max_workers, seed=seed, **kwargs)
+
     def finished(self, level: str = "greedy") -> list[Example]:
         """The pool's questions complete at ``level``, in pool order."""
         return [e for e in pool_examples(self.space) if self.shards.is_done(e.id, level)]
@@ -91,12 +105,10 @@ class Table:
     def rewards(self, level: str = "greedy") -> Rewards:
         """The global reward of every config of the space on every question finished at
         ``level``, on replay."""
-        from coalign.runtime import Runtime
-
         task = self.space.task()
         # 2 workers: a sandboxed test run (code_gen) waits on its child process, not the GIL
         return compute_rewards(task, list(self.space.configs(task)), self.finished(level),
-                               Runtime(lms=self.lms(), max_workers=2, seed=0))
+                               self.runtime(max_workers=2))
 
     def status(self) -> TableStatus:
         total = len(self.space.questions)
@@ -111,7 +123,9 @@ class Table:
                            self.space.n_configs(), levels, len(self.shards.entries),
                            sum(e.latency_s for e in self.shards.entries.values()) / 3600,
                            len(self.shards.shard_files),
-                           sum(p.stat().st_size for p in self.shards.shard_files))
+                           sum(p.stat().st_size for p in self.shards.shard_files),
+                           len(self.shards.pinned & set(self.space.questions)),
+                           len(self.shards.outcomes))
 
 
 def find_tables(start: Path | None = None, *, complete: str | None = None) -> list[Path]:
