@@ -44,6 +44,9 @@ Variants (rule numbers of docs/optimize.md's rules table):
   inputs) once the candidate is worse so far with confidence 0.9 (``early_reject: 0.9``). Needs
   a validation split of more than 25 questions to ever fire. ``early-reject-10``: the same,
   checked every 10 inputs.
+- ``tau-0.1`` / ``tau-0.3`` (settings): the exp(r / tau) draw among a slot's values (Choice
+  slots, and per-input selectors' proposals) sharper than the default tau of 1
+  (``budget.tau``): closer to taking the local reward's top value.
 """
 
 from __future__ import annotations
@@ -156,6 +159,9 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
         [*range(10, n, 10), n] if self.early_reject > 0 else [n]))],
     "stage1-8": [],
     "stage1-lazy": [],
+    # a sharper exp(r / tau) draw among a Choice slot's values (the default tau is 1)
+    "tau-0.1": [],
+    "tau-0.3": [],
 }
 # variants that are a run-config setting rather than a patch
 SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": False},
@@ -165,7 +171,9 @@ SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": Fals
                                        "early-reject": {"early_reject": 0.9},
                                        "early-reject-10": {"early_reject": 0.9},
                                        "stage1-8": {"budget": {"stage1_inputs": 8}},
-                                       "stage1-lazy": {"budget": {"stage1": "lazy"}}}
+                                       "stage1-lazy": {"budget": {"stage1": "lazy"}},
+                                       "tau-0.1": {"budget": {"tau": 0.1}},
+                                       "tau-0.3": {"budget": {"tau": 0.3}}}
 
 
 def _settings(variant: str, proposals: str | None) -> dict[str, Any] | None:
