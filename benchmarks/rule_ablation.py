@@ -47,6 +47,9 @@ Variants (rule numbers of docs/optimize.md's rules table):
 - ``tau-0.1`` / ``tau-0.3`` (settings): the exp(r / tau) draw among a slot's values (Choice
   slots, and per-input selectors' proposals) sharper than the default tau of 1
   (``budget.tau``): closer to taking the local reward's top value.
+- ``joint`` (``-tau-0.1``, ``-random-pick``): a drawn param's local step ranks every
+  combination of its component's finite params and proposes the pick's whole combination
+  (``benchmarks/_joint.py``), with the default draw, a sharper one, or a uniform one.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from typing import Any
 import numpy as np
 
 import coalign.job
+from benchmarks._joint import joint_expand
 from benchmarks._patch import patched
 from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import Lookup, Method, Split, Trajectory, coalign_method, compare, split_sizes
@@ -162,6 +166,10 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     # a sharper exp(r / tau) draw among a Choice slot's values (the default tau is 1)
     "tau-0.1": [],
     "tau-0.3": [],
+    # a local step over the component's whole finite grid (benchmarks/_joint.py)
+    "joint": [(_step, "expand", joint_expand)],
+    "joint-tau-0.1": [(_step, "expand", joint_expand)],
+    "joint-random-pick": [(_step, "expand", joint_expand), *_picks(_random_pick)],
 }
 # variants that are a run-config setting rather than a patch
 SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": False},
@@ -173,7 +181,8 @@ SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": Fals
                                        "stage1-8": {"budget": {"stage1_inputs": 8}},
                                        "stage1-lazy": {"budget": {"stage1": "lazy"}},
                                        "tau-0.1": {"budget": {"tau": 0.1}},
-                                       "tau-0.3": {"budget": {"tau": 0.3}}}
+                                       "tau-0.3": {"budget": {"tau": 0.3}},
+                                       "joint-tau-0.1": {"budget": {"tau": 0.1}}}
 
 
 def _settings(variant: str, proposals: str | None) -> dict[str, Any] | None:

@@ -182,6 +182,24 @@ def test_pin_leaves_a_question_no_walk_can_replay_unpinned(tmp_path: Path) -> No
     table.space.save(tmp_path / "cut")
     report = pin_table(tmp_path / "cut", tries=3)
     assert question in report.failed and question not in Table(tmp_path / "cut").shards.pinned
+    from tests.test_cli_core import run_cli
+
+    cli = run_cli("table", "pin", str(tmp_path / "cut"), "--tries", "2")
+    assert cli.returncode == 1 and question in cli.stderr and "left unpinned" in cli.stderr
+
+
+def test_cli_pins_reports_and_names_what_it_could_not(tmp_path: Path) -> None:
+    from tests.test_cli_core import one_line_error, run_cli
+
+    build(tmp_path / "built")
+    unpinned_copy(tmp_path / "built", tmp_path / "old")
+    ok = run_cli("table", "pin", str(tmp_path / "old"), "--tries", "40")
+    assert ok.returncode == 0, ok.stderr
+    assert "2/2 finished questions pinned" in ok.stdout
+    status = run_cli("table", "status", str(tmp_path / "old"))
+    assert "step outcomes pinned for 2 questions (4 outcomes)" in status.stdout
+    err = one_line_error(run_cli("table", "pin", str(tmp_path / "old"), "--minutes", "0"))
+    assert "--minutes" in err
 
 
 def test_subset_keeps_its_questions_outcomes_and_marks(tmp_path: Path) -> None:
