@@ -37,10 +37,12 @@ import numpy as np
 
 from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import (
+    CMAES_WEIGHTS,
     METHODS,
     MODEL_METHODS,
     REFERENCES,
     START,
+    TPE_WEIGHTS,
     Lookup,
     anytime_svg,
     coalign_method,
@@ -52,6 +54,7 @@ from coalign.compare import (
     model_slots,
     per_input_oracle,
     split_sizes,
+    weights_methods,
 )
 from coalign.errors import ConfigError
 from coalign.params import Choice
@@ -107,10 +110,13 @@ def main() -> None:
     ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5],
                     help="train / val / test fractions of the finished questions")
     ap.add_argument("--level", default="greedy")
-    ap.add_argument("--methods", nargs="+", default=["coalign", *METHODS, *MODEL_METHODS],
-                    help=f"of: coalign, {', '.join([*METHODS, *MODEL_METHODS])}, {MIPRO!r} "
-                         "(model-choice baselines only on spaces with model slots; MIPROv2 "
-                         "only when named: it runs the system per trial)")
+    ap.add_argument("--methods", nargs="+",
+                    default=["coalign", *METHODS, *MODEL_METHODS, TPE_WEIGHTS, CMAES_WEIGHTS],
+                    help=f"of: coalign, {', '.join([*METHODS, *MODEL_METHODS])}, "
+                         f"{TPE_WEIGHTS!r}, {CMAES_WEIGHTS!r}, {MIPRO!r} (model-choice "
+                         "baselines only on spaces with model slots, weights searches only on "
+                         "a system with a decider; MIPROv2 only when named: it runs the system "
+                         "per trial)")
     ap.add_argument("--cost-cap", type=float, default=None, metavar="FRACTION",
                     help="quality under a cost cap: FRACTION of the all-strongest config's "
                          "cost per query")
@@ -146,7 +152,8 @@ def main() -> None:
         if args.proposals:
             settings["budget"] = {"proposals": args.proposals}
         sizes = split_sizes(len(rewards.questions), args.split)
-        available = {**METHODS, **(MODEL_METHODS if has_models else {})}
+        available = {**METHODS, **(MODEL_METHODS if has_models else {}),
+                     **weights_methods(directory)}
         methods = {m: available[m] for m in args.methods if m in available}
         if "coalign" in args.methods:
             finished = len(rewards.questions) == len(table.space.questions)

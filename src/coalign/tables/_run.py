@@ -11,6 +11,7 @@ from coalign.data import Example
 from coalign.errors import ConfigError
 from coalign.runtime import Runtime
 from coalign.tables._build import pool_examples
+from coalign.tables._outcomes import TableOutcomes
 from coalign.tables._policy import check_policy_samples
 from coalign.tables._shards import ShardSet
 from coalign.tables._space import CandidateSpace
@@ -33,9 +34,8 @@ def replay_runtime(lm: str, models: Sequence[str], **kwargs: Any) -> Runtime:
     if missing:
         raise ConfigError(f"replay table {table.directory} holds no answers of model(s) "
                           f"{missing}; it covers {sorted(lms)}")
-    runtime = table.runtime(**kwargs)
-    runtime.lms = {m: lms[m] for m in models}
-    return runtime
+    return Runtime(lms={m: lms[m] for m in models}, outcomes=TableOutcomes(table.shards),
+                   **kwargs)
 
 
 def run_task(cfg: RunConfig) -> tuple[Task, list[Example] | None]:

@@ -1,0 +1,162 @@
+"""Global baselines that search a decider's weights as well as the table's configs.
+
+On a table whose system ends in a trainable decider (``next_item``: ``ItemDecider``, a linear
+scorer over six features of each candidate), the loop trains the decider's ``Weights`` while
+the table's baselines pick among prompt configs only. These give the baselines the same knob:
+an Optuna sampler (TPE, or CMA-ES) over the tabled slots and the scorer's six feature weights
+(``score_i = w · f_i``, the form the untrained ``ChoiceScorer`` takes), judged on validation.
+
+Each config's decider features are read once per table from the replayed traces (no LLM
+call), so a weights trial is a matrix product. The budget is charged as the loop is charged:
+|val| runs the first time a config's LLM outputs are needed, nothing for another weight vector
+on outputs already computed (the decider spends no model time); ``trials`` bounds the free
+search instead. A trial that beats every earlier one on validation enters the lookup as a
+system of its own (``Lookup.add``), scored on the split's test questions.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coalign.compare._lookup import Lookup, Split, Trajectory
+from coalign.errors import ConfigError
+
+TPE_WEIGHTS, CMAES_WEIGHTS = "optuna tpe (+ decider weights)", "cma-es (+ decider weights)"
+WEIGHT_RANGE = 3.0  # each weight in [-3, 3]: features are cosines in [-1, 1] and a 0/1 flag
+
+
+@dataclass(frozen=True)
+class DeciderGrid:
+    """Per config (the table's order) and pool question: the decider's candidate features and
+    the metric of picking each candidate."""
+
+    features: tuple[tuple[np.ndarray, ...], ...]  # [config][question] -> (candidates, 6)
+    right: tuple[tuple[np.ndarray, ...], ...]  # [config][question] -> (candidates,)
+    start: np.ndarray  # the untrained scorer's weights
+
+    def scores(self, config: int, weights: np.ndarray, questions: list[int]) -> np.ndarray:
+        """The metric per question of ``config`` with the scorer ``weights`` (ties: the
+        earlier candidate, as the decider breaks them)."""
+        return np.array([self.right[config][q][int(np.argmax(self.features[config][q]
+                                                              @ weights))]
+                         for q in questions])
+
+
+def _deciders(task: Any) -> list[Any]:
+    """Components with a weights param that score candidates from features."""
+    return [c for c in task.system.components
+            if any(p.kind == "weights" for p in c.params.values()) and hasattr(c, "features")]
+
+
+def weights_methods(table: Path) -> dict[str, tuple[WeightsSearch, bool]]:
+    """The weights-searching baselines for the table in ``table`` (none without a decider)."""
+    from coalign.tables import CandidateSpace
+
+    if len(_deciders(CandidateSpace.load(Path(table)).task())) != 1:
+        return {}
+    return {TPE_WEIGHTS: (WeightsSearch(Path(table), "tpe"), True),
+            CMAES_WEIGHTS: (WeightsSearch(Path(table), "cmaes"), True)}
+
+
+@functools.lru_cache(maxsize=4)
+def decider_grid(table: str) -> DeciderGrid:
+    """The grid of the replay table in directory ``table`` (computed once per process)."""
+    import torch
+
+    from coalign.tables import Table
+
+    loaded = Table(table)
+    space = loaded.space
+    task = space.task()
+    deciders = _deciders(task)
+    if len(deciders) != 1:
+        raise ConfigError(f"table {table}: weights search needs one decider with a weights "
+                          f"param and candidate features; found {len(deciders)}")
+    decider = deciders[0]
+    runtime = loaded.runtime()
+    examples = loaded.finished()
+    features, right = [], []
+    for config in space.configs(task):
+        f_row, r_row = [], []
+        for e in examples:
+            trace = task.system.run(e.id, e.inputs, config, runtime)
+            with torch.no_grad():
+                f = decider.features(trace.step(decider.name).inputs).numpy().astype(float)
+            f_row.append(f)
+            r_row.append(np.array([task.metric(str(i), e) for i in range(len(f))]))
+        features.append(tuple(f_row))
+        right.append(tuple(r_row))
+    return DeciderGrid(tuple(features), tuple(right), _linear(decider))
+
+
+def _linear(decider: Any) -> np.ndarray:
+    """The untrained scorer as one weight vector over the features: prior · f0 + tie · f1 +
+    out · f (its bias moves every candidate alike); refused for a scorer with a hidden layer."""
+    state = decider.params[decider.policy_param].default
+    if set(state) != {"prior", "tie", "out.weight", "out.bias"}:
+        raise ConfigError(f"weights search: decider {decider.name!r} is not linear in its "
+                          f"features (params {sorted(state)})")
+    start = state["out.weight"].detach().numpy().astype(float).reshape(-1).copy()
+    start[0] += float(state["prior"])
+    start[1] += float(state["tie"])
+    return start
+
+
+@dataclass(frozen=True)
+class WeightsSearch:
+    """A comparison method (``coalign.compare.Method``): an Optuna ``sampler`` ("tpe" or
+    "cmaes") over the table's slots and the decider's weights, at most ``trials`` trials."""
+
+    table: Path
+    sampler: str = "tpe"
+    trials: int = 300
+
+    def __call__(self, lookup: Lookup, split: Split, budget: float, seed: int) -> Trajectory:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        grid = decider_grid(str(self.table))
+        trajectory = Trajectory(TPE_WEIGHTS if self.sampler == "tpe" else CMAES_WEIGHTS)
+        study = optuna.create_study(direction="maximize", sampler=self._sampler(seed))
+        start = {s: int(i) for s, i in zip(lookup.slots, lookup.index[0], strict=True)}
+        study.enqueue_trial({**start, **{f"w{k}": float(w) for k, w in enumerate(grid.start)}})
+        seen: set[int] = set()
+        spent, best = 0.0, float("-inf")
+        for _ in range(self.trials):
+            trial = study.ask()
+            picks = [trial.suggest_categorical(s, list(range(n)))
+                     for s, n in zip(lookup.slots, lookup.sizes, strict=True)]
+            weights = np.array([trial.suggest_float(f"w{k}", -WEIGHT_RANGE, WEIGHT_RANGE)
+                                for k in range(len(grid.start))])
+            config = lookup.config(picks)
+            if config not in seen:
+                if spent + len(split.val) > budget:
+                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                    break
+                seen.add(config)
+                spent += len(split.val)
+            val = float(grid.scores(config, weights, list(split.val)).mean())
+            study.tell(trial, val)
+            if val > best:
+                best = val
+                test = grid.scores(config, weights, list(split.test))
+                system = lookup.add(dict(zip(split.test, test.tolist(), strict=True)),
+                                    {q: lookup.cost(config, [q]) for q in split.test})
+                trajectory.trials.append((spent, system, val))
+        return trajectory
+
+    def _sampler(self, seed: int) -> Any:
+        import optuna
+
+        if self.sampler == "tpe":
+            return optuna.samplers.TPESampler(seed=seed, n_startup_trials=10)
+        if self.sampler == "cmaes":
+            # the slots are categorical: CMA-ES moves the weights, a random sampler the slots
+            return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
+        raise ConfigError(f"weights search: sampler must be 'tpe' or 'cmaes', got "
+                          f"{self.sampler!r}")

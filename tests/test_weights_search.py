@@ -1,0 +1,81 @@
+"""The weights-searching baselines on a cut of the real next_item table (replay, MiniLM
+features; no LLM call)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coalign.compare import Lookup, WeightsSearch, decider_grid, draw_split, weights_methods
+from coalign.errors import ConfigError
+from coalign.tables import Table, subset_table
+
+TABLES = Path(__file__).resolve().parents[1] / "benchmarks" / "tables"
+
+
+@pytest.fixture(scope="module")
+def cut(tmp_path_factory) -> Path:
+    return subset_table(TABLES / "next_item", tmp_path_factory.mktemp("t") / "next_item_24",
+                        questions=24).directory
+
+
+@pytest.fixture(scope="module")
+def lookup(cut) -> Lookup:
+    table = Table(cut)
+    return Lookup.of_table(table.rewards(), table.space)
+
+
+def test_the_grid_with_the_untrained_weights_is_the_table(cut, lookup) -> None:
+    grid = decider_grid(str(cut))
+    assert grid.start.tolist() == pytest.approx([1.0, 0.1, 0.0, 0.0, 0.0, 0.0])
+    questions = list(range(24))
+    for config in range(lookup.n_configs):  # every config, every question, to the digit
+        assert grid.scores(config, grid.start, questions).tolist() == \
+            lookup.scores[config].tolist()
+
+
+def test_a_search_pays_each_config_once_and_records_only_new_bests(cut, lookup) -> None:
+    split = draw_split(24, (6, 8, 10), seed=3)
+    method = WeightsSearch(cut, "tpe", trials=60)
+    trajectory = method(lookup, split, 3 * len(split.val), seed=3)
+    spent = [cost for cost, _, _ in trajectory.trials]
+    vals = [val for _, _, val in trajectory.trials]
+    assert spent[0] == len(split.val) and max(spent) <= 3 * len(split.val)
+    assert all(c % len(split.val) == 0 for c in spent)  # |val| per config, weights free
+    assert vals == sorted(set(vals))  # each recorded trial beats every earlier one
+    # the first trial is the start config with the untrained scorer
+    assert vals[0] == pytest.approx(lookup.score(0, split.val))
+    # each recorded system is known on the test questions as its weights score them
+    last = trajectory.trials[-1][1]
+    assert last >= lookup.n_configs
+    assert 0.0 <= lookup.score(last, split.test) <= 1.0
+
+
+def test_no_budget_for_one_validation_returns_nothing(cut, lookup) -> None:
+    split = draw_split(24, (6, 8, 10), seed=0)
+    assert WeightsSearch(cut, "cmaes", trials=20)(lookup, split, 7, seed=0).trials == []
+
+
+def test_only_a_table_with_a_decider_gets_the_methods(cut) -> None:
+    assert set(weights_methods(cut)) == {"optuna tpe (+ decider weights)",
+                                         "cma-es (+ decider weights)"}
+    assert weights_methods(TABLES / "code_gen_models3") == {}
+    with pytest.raises(ConfigError, match="one decider"):
+        decider_grid(str(TABLES / "code_gen_models3"))
+
+
+def test_an_unknown_sampler_is_refused(cut, lookup) -> None:
+    split = draw_split(24, (6, 8, 10), seed=0)
+    with pytest.raises(ConfigError, match="sampler must be"):
+        WeightsSearch(cut, "annealing")(lookup, split, 100, seed=0)
+
+
+def test_grid_scores_break_ties_toward_the_earlier_candidate() -> None:
+    from coalign.compare._weights_search import DeciderGrid
+
+    f = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    grid = DeciderGrid(((f,),), ((np.array([1.0, 0.0, 0.0]),),), np.array([1.0, 0.0]))
+    assert grid.scores(0, np.array([1.0, 0.0]), [0]).tolist() == [1.0]
+    assert grid.scores(0, np.array([0.0, 1.0]), [0]).tolist() == [0.0]
