@@ -7,11 +7,12 @@ an Optuna sampler (TPE, or CMA-ES) over the tabled slots and the scorer's six fe
 (``score_i = w · f_i``, the form the untrained ``ChoiceScorer`` takes), judged on validation.
 
 Each config's decider features are read once per table from the replayed traces (no LLM
-call), so a weights trial is a matrix product. The budget is charged as the loop is charged:
-|val| runs the first time a config's LLM outputs are needed, nothing for another weight vector
-on outputs already computed (the decider spends no model time); ``trials`` bounds the free
-search instead. A trial that beats every earlier one on validation enters the lookup as a
-system of its own (``Lookup.add``), scored on the split's test questions.
+call), so a weights trial is a matrix product. The budget is charged as the loop's ledger
+charges its own runs (equal shares per component execution): |val| runs the first time a
+config is evaluated, and |val| decider executions (|val| / the number of components runs) for
+another weight vector on outputs already computed, as the loop's decider-only validations
+cost; ``trials`` bounds the search. A trial that beats every earlier one on validation enters
+the lookup as a system of its own (``Lookup.add``), scored on the split's test questions.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class DeciderGrid:
     features: tuple[tuple[np.ndarray, ...], ...]  # [config][question] -> (candidates, 6)
     right: tuple[tuple[np.ndarray, ...], ...]  # [config][question] -> (candidates,)
     start: np.ndarray  # the untrained scorer's weights
+    share: float = 1.0  # a decider execution's share of a run (1 / the components)
 
     def scores(self, config: int, weights: np.ndarray, questions: list[int]) -> np.ndarray:
         """The metric per question of ``config`` with the scorer ``weights`` (ties: the
@@ -91,7 +93,8 @@ def decider_grid(table: str) -> DeciderGrid:
             r_row.append(np.array([task.metric(str(i), e) for i in range(len(f))]))
         features.append(tuple(f_row))
         right.append(tuple(r_row))
-    return DeciderGrid(tuple(features), tuple(right), _linear(decider))
+    return DeciderGrid(tuple(features), tuple(right), _linear(decider),
+                       1.0 / len(task.system.components))
 
 
 def _linear(decider: Any) -> np.ndarray:
@@ -134,12 +137,12 @@ class WeightsSearch:
             weights = np.array([trial.suggest_float(f"w{k}", -WEIGHT_RANGE, WEIGHT_RANGE)
                                 for k in range(len(grid.start))])
             config = lookup.config(picks)
-            if config not in seen:
-                if spent + len(split.val) > budget:
-                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                    break
-                seen.add(config)
-                spent += len(split.val)
+            cost = len(split.val) * (grid.share if config in seen else 1.0)
+            if spent + cost > budget:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                break
+            seen.add(config)
+            spent += cost
             val = float(grid.scores(config, weights, list(split.val)).mean())
             study.tell(trial, val)
             if val > best:
