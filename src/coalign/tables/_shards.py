@@ -162,11 +162,7 @@ class ShardSet:
     # -- appending (builds) ----------------------------------------------------------------------
 
     def append(self, key: str, entry: Entry) -> None:
-        with self._lock:
-            if key in self.entries:
-                return
-            self.entries[key] = entry
-            self._write_line(entry_record(key, entry))
+        self._keep_first(self.entries, key, entry, entry_record(key, entry))
 
     def mark_done(self, done: Done) -> None:
         with self._lock:
@@ -174,11 +170,16 @@ class ShardSet:
             self._write_line(done_record(done))
 
     def append_outcome(self, key: str, outcome: Outcome) -> None:
+        self._keep_first(self.outcomes, key, outcome, outcome_record(key, outcome))
+
+    def _keep_first(self, records: dict[str, Any], key: str, value: Any,
+                    line: Mapping[str, Any]) -> None:
+        """Store and journal ``value`` unless ``key`` is known (the first record stands)."""
         with self._lock:
-            if key in self.outcomes:
+            if key in records:
                 return
-            self.outcomes[key] = outcome
-            self._write_line(outcome_record(key, outcome))
+            records[key] = value
+            self._write_line(line)
 
     def mark_pinned(self, question: str) -> None:
         with self._lock:
