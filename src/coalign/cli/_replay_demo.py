@@ -28,7 +28,15 @@ def show_replay_comparison(console: Console, out_dir: Path,
                            budgets: Sequence[float] = BUDGETS) -> list[Path]:
     """Compare the methods on each finished table; print a table per system, write its
     anytime curve under ``out_dir``, and return the curves written."""
-    from coalign.compare import METHODS, Lookup, anytime_svg, coalign_method, compare, split_sizes
+    from coalign.compare import (
+        METHODS,
+        Lookup,
+        anytime_svg,
+        coalign_method,
+        compare,
+        split_sizes,
+        weights_methods,
+    )
     from coalign.tables import ReplayMiss, Table, find_tables
 
     tables = find_tables() if tables is None else list(tables)
@@ -54,7 +62,9 @@ def show_replay_comparison(console: Console, out_dir: Path,
         lookup = Lookup.of_table(rewards, table.space)
         n = len(rewards.questions)
         sizes = split_sizes(n, SPLIT)
-        methods = {"coalign": (coalign_method(directory, rewards.questions), True), **METHODS}
+        # a system with a trainable decider: the baselines search its weights too
+        methods = {"coalign": (coalign_method(directory, rewards.questions), True), **METHODS,
+                   **weights_methods(directory)}
         result = compare(lookup, sizes=sizes, seeds=list(seeds), budgets=budgets,
                          methods=methods, workers=2)
         metric = table.space.task().metric_name
