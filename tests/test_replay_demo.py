@@ -66,6 +66,35 @@ def test_coalign_against_the_best_baseline_is_paired_over_the_seeds_test_questio
     assert "coalign − best baseline [95%]" in console.export_text()
 
 
+def _outside(lookup, split, budget, seed):
+    """A method whose answer is a system outside the lookup's configs (as a trained decider
+    is): config 0's test scores, registered with ``Lookup.add``."""
+    from coalign.compare import Trajectory
+
+    system = lookup.add({q: lookup.score(0, [q]) for q in split.test})
+    return Trajectory("outside", [(1.0, system, 1.0)])
+
+
+def test_a_system_outside_the_lookup_pairs_by_question_across_processes():
+    import numpy as np
+
+    from coalign.compare import METHODS, Lookup, compare, draw_split
+    from coalign.tables import Table
+
+    table = Table(FIXTURE)
+    lookup = Lookup.of_table(table.rewards(), table.space)
+    methods = {"outside": (_outside, True), "random search": METHODS["random search"]}
+    result = compare(lookup, sizes=(2, 3, 3), seeds=[0, 1], budgets=[9.0], methods=methods,
+                     workers=2)  # the added systems live in the worker processes
+    assert all(p >= lookup.n_configs for p in result.picks["outside"][9.0])
+    got = result.paired_by_question(lookup, "outside", "random search", 9.0)
+    diffs = []
+    for i, b in enumerate(result.picks["random search"][9.0]):
+        test = list(draw_split(lookup.scores.shape[1], (2, 3, 3), result.seeds[i]).test)
+        diffs += list(lookup.scores[0, test] - lookup.scores[b, test])
+    assert got is not None and got["questions"] == 6 and got["mean"] == np.mean(diffs)
+
+
 def test_a_table_that_does_not_replay_is_skipped_and_the_others_shown(tmp_path):
     import gzip
     import hashlib

@@ -62,6 +62,10 @@ class Comparison:
     # what each method's run at the largest budget reported (``Trajectory.stats``: refused
     # calls, validations, …), averaged over the seeds
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
+    # the returned system's score on each of the seed's test questions
+    # (``per_question[method][budget][seed]``): a system outside the lookup's configs (a trained
+    # decider, a per-input policy) is known only to the process that ran its seed
+    per_question: dict[str, dict[float, list[list[float]]]] = field(default_factory=dict)
 
     def mean_cost(self, method: str, budget: float) -> float:
         values = self.costs.get(method, {}).get(budget) or [0.0]
@@ -85,11 +89,16 @@ class Comparison:
                            ) -> dict[str, float] | None:
         """Mean test difference a - b over every seed's test questions pooled, with its
         bootstrap interval: with few seeds (the demo's two) this says how the two returned
-        configs differ on these questions, where an interval over seeds says nothing. None
-        when a pick is a system outside the lookup's configs (a per-input policy)."""
+        systems differ on these questions, where an interval over seeds says nothing. None
+        when a pick's per-question scores are unknown (a system outside the lookup's configs
+        in a comparison assembled by hand)."""
         diffs: list[float] = []
-        for seed, pa, pb in zip(self.seeds, self.picks[a][budget], self.picks[b][budget],
-                                strict=True):
+        for i, (seed, pa, pb) in enumerate(zip(self.seeds, self.picks[a][budget],
+                                               self.picks[b][budget], strict=True)):
+            known = [self.per_question.get(m, {}).get(budget, []) for m in (a, b)]
+            if all(len(k) > i for k in known):
+                diffs += (np.array(known[0][i]) - np.array(known[1][i])).tolist()
+                continue
             if not (0 <= pa < lookup.n_configs and 0 <= pb < lookup.n_configs):
                 return None
             test = list(draw_split(lookup.scores.shape[1], self.sizes, seed).test)
@@ -122,9 +131,8 @@ def compare(lookup: Lookup, *, sizes: Sequence[int], seeds: Sequence[int],
                      (int(sizes[0]), int(sizes[1]), int(sizes[2])),
                      exhaustive_cost=float(lookup.n_configs * sizes[1]), cap=lookup.cap)
     for name in [*methods, *REFERENCES]:
-        out.scores[name] = {b: [] for b in out.budgets}
-        out.costs[name] = {b: [] for b in out.budgets}
-        out.picks[name] = {b: [] for b in out.budgets}
+        for table in (out.scores, out.costs, out.picks, out.per_question):
+            table[name] = {b: [] for b in out.budgets}
     jobs = [(lookup, out.sizes, seed, out.budgets, dict(methods)) for seed in seeds]
     if workers > 1 and len(seeds) > 1:
         context = multiprocessing.get_context("spawn")  # no fork after torch has threads
@@ -133,28 +141,32 @@ def compare(lookup: Lookup, *, sizes: Sequence[int], seeds: Sequence[int],
             per_seed = list(pool.map(_seed_scores, *zip(*jobs, strict=True)))
     else:
         per_seed = [_seed_scores(*job) for job in jobs]
-    for start, scores, costs, picked, _ in per_seed:
+    for start, scores, costs, picked, _, vectors in per_seed:
         out.start.append(start)
         for name, by_budget in scores.items():
             for b, value in by_budget.items():
                 out.scores[name][b].append(value)
                 out.costs[name][b].append(costs[name][b])
                 out.picks[name][b].append(picked.get(name, {}).get(b, -1))
+                if name in vectors:
+                    out.per_question[name][b].append(vectors[name][b])
     for name in methods:
-        keys = sorted({k for *_, stats in per_seed for k in stats.get(name, {})})
+        keys = sorted({k for *_, stats, _ in per_seed for k in stats.get(name, {})})
         if keys:
             out.stats[name] = {k: float(np.mean([s.get(name, {}).get(k, 0.0)
-                                                 for *_, s in per_seed])) for k in keys}
+                                                 for *_, s, _ in per_seed])) for k in keys}
     return out
 
 
 def _seed_scores(lookup: Lookup, sizes: Sequence[int], seed: int, budgets: Sequence[float],
                  methods: Mapping[str, tuple[Method, bool]],
                  ) -> tuple[float, dict[str, dict[float, float]], dict[str, dict[float, float]],
-                            dict[str, dict[float, int]], dict[str, dict[str, float]]]:
+                            dict[str, dict[float, int]], dict[str, dict[str, float]],
+                            dict[str, dict[float, list[float]]]]:
     """One seed: the start config's test score, and each method's and reference's test score,
-    test cost per query and returned config per budget. A method returns the best config on
-    validation within the cap among those it evaluated (the start when none is)."""
+    test cost per query, returned config and its score per test question, per budget. A method
+    returns the best config on validation within the cap among those it evaluated (the start
+    when none is)."""
     split = draw_split(lookup.scores.shape[1], sizes, seed)
     start = lookup.score(0, split.test)
 
@@ -187,7 +199,9 @@ def _seed_scores(lookup: Lookup, sizes: Sequence[int], seed: int, budgets: Seque
     oracle = float(lookup.scores[:, list(split.test)].max(axis=0).mean())
     scores[CEILINGS[1]] = {b: oracle for b in budgets}
     costs[CEILINGS[1]] = {b: float("nan") for b in budgets}
-    return start, scores, costs, picked, stats
+    vectors = {name: {b: [lookup.score(c, [q]) for q in split.test] for b, c in by.items()}
+               for name, by in picked.items()}
+    return start, scores, costs, picked, stats, vectors
 
 
 def _one_thread() -> None:
