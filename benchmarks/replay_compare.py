@@ -38,6 +38,7 @@ import numpy as np
 from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import (
     CMAES_WEIGHTS,
+    CMAES_WEIGHTS_ONLY,
     METHODS,
     MODEL_METHODS,
     REFERENCES,
@@ -111,9 +112,11 @@ def main() -> None:
                     help="train / val / test fractions of the finished questions")
     ap.add_argument("--level", default="greedy")
     ap.add_argument("--methods", nargs="+",
-                    default=["coalign", *METHODS, *MODEL_METHODS, TPE_WEIGHTS, CMAES_WEIGHTS],
+                    default=["coalign", *METHODS, *MODEL_METHODS, TPE_WEIGHTS, CMAES_WEIGHTS,
+                             CMAES_WEIGHTS_ONLY],
                     help=f"of: coalign, {', '.join([*METHODS, *MODEL_METHODS])}, "
-                         f"{TPE_WEIGHTS!r}, {CMAES_WEIGHTS!r}, {MIPRO!r} (model-choice "
+                         f"{TPE_WEIGHTS!r}, {CMAES_WEIGHTS!r}, {CMAES_WEIGHTS_ONLY!r}, "
+                         f"{MIPRO!r} (model-choice "
                          "baselines only on spaces with model slots, weights searches only on "
                          "a system with a decider; MIPROv2 only when named: it runs the system "
                          "per trial)")

@@ -41,9 +41,9 @@ def answer_first(inputs, outputs) -> float:
     return float(inputs["question"].split()[-1] in first and "founded" in first)
 
 
-def reranker(keep=None, hidden=8, **kw) -> PassageReranker:
+def reranker(keep=None, hidden=8, dim=64, **kw) -> PassageReranker:
     return PassageReranker("reranker", "question", "candidates", "passages", keep=keep,
-                           backbone=HashingBackbone(64), hidden=hidden, **kw)
+                           backbone=HashingBackbone(dim), hidden=hidden, **kw)
 
 
 def perturbed(comp: PassageReranker, seed: int = 0) -> torch.nn.Module:

@@ -126,7 +126,7 @@ class RerankLrf(LocalRewardModel):
         return component == "reranker" or super().can_score(component)
 
 
-def rerank_task():
+def rerank_task(**reranker_kw):
     def read(x, c, ctx):
         first = (x["passages"] or [""])[0]
         return {"result": {"answer": first.split()[-1], "level": x["level"]}}
@@ -134,7 +134,8 @@ def rerank_task():
     pick = FunctionComponent("pick", lambda x, c, ctx: {"level": c["level"]}, ["question"],
                              ["level"], params={"level": Choice([0, 1])})
     reader = FunctionComponent("reader", read, ["passages", "level"], ["result"])
-    system = System("rr", [reranker(), pick, reader], ["question", "candidates"], "result")
+    system = System("rr", [reranker(**reranker_kw), pick, reader], ["question", "candidates"],
+                    "result")
     return Task(system, lambda p, e: float(p["answer"] == e.target) + 0.1 * p["level"], "acc")
 
 

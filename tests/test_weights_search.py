@@ -60,9 +60,29 @@ def test_no_budget_for_one_validation_returns_nothing(cut, lookup) -> None:
     assert WeightsSearch(cut, "cmaes", trials=20)(lookup, split, 7, seed=0).trials == []
 
 
+def test_the_weights_only_search_keeps_the_start_config(cut, lookup) -> None:
+    split = draw_split(24, (6, 8, 10), seed=1)
+    method = WeightsSearch(cut, "cmaes", trials=40, slots=False)
+    budget = len(split.val) * (1 + 20 / 3)  # the start config, then 20 weight vectors
+    trajectory = method(lookup, split, budget, seed=1)
+    assert trajectory.method == "cma-es (decider weights, start config)"
+    spent = [cost for cost, _, _ in trajectory.trials]
+    vals = [val for _, _, val in trajectory.trials]
+    assert spent[0] == len(split.val) and vals[0] == pytest.approx(lookup.score(0, split.val))
+    # every trial after the first pays decider executions only: a third of |val| runs each
+    steps = [(c - len(split.val)) * 3 / len(split.val) for c in spent]
+    assert all(abs(k - round(k)) < 1e-9 for k in steps)
+    assert len(vals) > 1 and vals == sorted(set(vals))
+    grid = decider_grid(str(cut))
+    for _, system, val in trajectory.trials[1:]:  # the start config's outputs, new weights
+        assert system >= lookup.n_configs and 0.0 <= val <= 1.0
+    assert max(grid.scores(0, grid.start, list(split.val)).mean(), 0.0) <= vals[-1]
+
+
 def test_only_a_table_with_a_decider_gets_the_methods(cut) -> None:
     assert set(weights_methods(cut)) == {"optuna tpe (+ decider weights)",
-                                         "cma-es (+ decider weights)"}
+                                         "cma-es (+ decider weights)",
+                                         "cma-es (decider weights, start config)"}
     assert weights_methods(TABLES / "code_gen_models3") == {}
     with pytest.raises(ConfigError, match="one decider"):
         decider_grid(str(TABLES / "code_gen_models3"))

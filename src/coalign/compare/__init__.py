@@ -38,14 +38,16 @@ from coalign.compare._model_methods import (
 )
 from coalign.compare._weights_search import (
     CMAES_WEIGHTS,
+    CMAES_WEIGHTS_ONLY,
     TPE_WEIGHTS,
     WeightsSearch,
     decider_grid,
     weights_methods,
 )
 
-__all__ = ["CEILINGS", "CMAES_WEIGHTS", "EXHAUSTIVE", "METHODS", "MODEL_METHODS", "REFERENCES",
-           "START", "TPE_WEIGHTS", "WeightsSearch", "decider_grid", "weights_methods",
+__all__ = ["CEILINGS", "CMAES_WEIGHTS", "CMAES_WEIGHTS_ONLY", "EXHAUSTIVE", "METHODS",
+           "MODEL_METHODS", "REFERENCES", "START", "TPE_WEIGHTS", "WeightsSearch", "decider_grid",
+           "weights_methods",
            "Comparison", "FrontPoint", "Lookup", "LoopMethod", "Method", "MiproMethod", "Split",
            "Trajectory",
            "always_cheapest", "always_strongest", "anytime_svg", "best_baseline", "coalign_method",

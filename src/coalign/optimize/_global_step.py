@@ -20,6 +20,7 @@ from coalign.optimize._portfolio import (
     propose,
 )
 from coalign.optimize._step import Position, StepEnv, draw, judged
+from coalign.optimize._weights_arm import first_generation, weights_slots, weights_step
 
 
 def global_step(t: int, env: StepEnv, at: Position) -> Outcome:
@@ -60,14 +61,17 @@ def global_open(env: StepEnv, at: Position) -> tuple[Axes, bool]:
 def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]
         ) -> tuple[str, list[tuple[str, str]]]:
     """Step ``t``'s arm: global while configs of the finite slots are left to validate, local
-    while a component has a local reward to draw (or is still to be paid for); between the
-    two, a Thompson draw on their records. Where every param has finite values, the global
-    arm goes first until the score model has more configs than effects (before, it cannot
-    tell a config's own deviation from noise, and a local arm's first step would pay its
-    stage-1 rollouts at the smallest budgets, where a global search is what pays); where some
-    param only the local arm can move (weights, open-ended text), both arms draw from the
-    start. Returns the arm and the local arm's slots (``local_targets``); ``paid``: the
-    components whose stage-1 rollouts are paid."""
+    while a component has a local reward to draw (or is still to be paid for), weights while
+    a small ``Weights`` param is a target (``_weights_arm``); among them, a Thompson draw on
+    their records. The weights arm goes first for its search's first generation: its steps
+    are the cheapest (one component's executions) and CMA-ES learns nothing before one.
+    Where every param has finite values, the global arm goes first until the score model has
+    more configs than effects (before, it cannot tell a config's own deviation from noise,
+    and a local arm's first step would pay its stage-1 rollouts at the smallest budgets,
+    where a global search is what pays); where some param only the local arm can move
+    (weights, open-ended text), the arms draw from the start. Returns the arm and the local
+    arm's slots (``local_targets``); ``paid``: the components whose stage-1 rollouts are
+    paid."""
     axes, left = global_open(env, at)
     local = local_targets(env, at, (axes, left))
     available = ["global"] if left else []
@@ -75,6 +79,11 @@ def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]
     local_env = dataclasses.replace(env, targets=local)
     if unpaid or not isinstance(draw(local_env, at, random.Random(0)), Outcome):
         available.append("local")
+    weights = weights_slots(env.task.system, env.targets, at.config, at.policies)
+    if weights:
+        available.append("weights")
+        if first_generation(env.task.system, weights, at.validated, at.config):
+            return "weights", local
     if not available:
         return "local", local  # its step says why nothing is left (settled, no reward)
     every = len(axes.slots) == len(env.targets)  # no param only the local arm can move
@@ -82,3 +91,7 @@ def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]
         return "global", local
     return pick_arm(at.arms, available, np.random.default_rng([env.settings.seed, t, 1]),
                     prior_runs=float(len(env.val))), local
+
+
+# the arms that are one function of (step, env, position); the local arm is the loop's ``step``
+ARM_STEPS = {"global": global_step, "weights": weights_step}

@@ -25,7 +25,7 @@ from coalign.errors import ConfigError, StoreError
 from coalign.optimize._alignment import cross_validated_alignment
 from coalign.optimize._base import BaseLocalOptimizer
 from coalign.optimize._choice import RewardSelector
-from coalign.optimize._global_step import arm, global_step
+from coalign.optimize._global_step import ARM_STEPS, arm
 from coalign.optimize._kinds import kind_of, rollout_specs
 from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
 from coalign.optimize._local import local_optimizers
@@ -173,8 +173,8 @@ class Optimizer:
         env = self._env()
         if self.s.proposals == "portfolio":
             chosen, local = arm(t, env, self.at, self.paid)
-            if chosen == "global":
-                return self._commit(t, global_step(t, env, self.at), t0, runs)
+            if chosen in ARM_STEPS:
+                return self._commit(t, ARM_STEPS[chosen](t, env, self.at), t0, runs)
             env = dataclasses.replace(env, targets=local)
         if self.lazy:
             self._pay_next(t, env.targets, progress)

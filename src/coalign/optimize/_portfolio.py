@@ -30,7 +30,7 @@ from coalign.optimize._outcome import Outcome, Proposal, StepState
 from coalign.optimize._surrogate import ENUMERATE, Observation, Picks, Posterior, additive, fit
 
 GLOBAL = ("*", "global")  # a global step's (component, param) in the ledger
-ARMS = ("global", "local")
+ARMS = ("global", "local", "weights")  # the weights arm's steps: component "*" too
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,9 @@ def pick_arm(records: Mapping[str, tuple[int, float]], available: Sequence[str],
 
 
 def arm_of(component: str, param: str) -> str:
-    return "global" if (component, param) == GLOBAL else "local"
+    if component == GLOBAL[0]:
+        return "global" if param == GLOBAL[1] else "weights"
+    return "local"
 
 
 def record(records: Mapping[str, tuple[int, float]], arm: str, accepted: bool, spent: float

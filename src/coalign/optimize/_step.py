@@ -135,11 +135,13 @@ def step(t: int, env: StepEnv, at: Position) -> Outcome:
 
 def judged(env: StepEnv, at: Position, component: str, param: str, proposal: Proposal,
            candidates: Sequence[Scored] = (),
-           scored_variants: Sequence[tuple[tuple[str, ...], float]] = ()) -> Outcome:
+           scored_variants: Sequence[tuple[tuple[str, ...], float]] = (), *,
+           early: bool = True) -> Outcome:
     """The proposal validated (re-run from ``component`` on) and put to the gate: a strictly
     higher summed validation reward (``Gate``), or with ``proposals: portfolio`` a higher
-    expected validation score under the score model (``_portfolio.better``)."""
-    traces = validate(env, at, component, proposal)
+    expected validation score under the score model (``_portfolio.better``). ``early``: the
+    gate may stop a clearly worse candidate's validation (rule 16)."""
+    traces = validate(env, at, component, proposal, early)
     checked = [e for e in env.val if e.id in traces]
     new = [traces[e.id].reward or 0.0 for e in checked]
     old = [at.val_traces[e.id].reward or 0.0 for e in checked]
@@ -353,15 +355,16 @@ def _signature(view: LocalView, value: Any) -> str:
     return value_key([y for _, y in view.outputs_under(value)])
 
 
-def validate(env: StepEnv, at: Position, component: str, proposal: Proposal
-             ) -> dict[str, Trace]:
+def validate(env: StepEnv, at: Position, component: str, proposal: Proposal,
+             early: bool = True) -> dict[str, Trace]:
     """The candidate's val traces, re-running from ``component`` on; stopped at a gate
-    checkpoint once the candidate is clearly worse (then only a prefix of val is here)."""
+    checkpoint once the candidate is clearly worse (then only a prefix of val is here),
+    unless not ``early``."""
     rt, key = env.runtime_for(proposal.policies), trace_key(proposal.config, proposal.policies)
     gate, val = env.settings.gate, env.val
     out: dict[str, Trace] = {}
     done = 0
-    for stop in gate.checkpoints(len(val)):
+    for stop in gate.checkpoints(len(val)) if early else [len(val)]:
         for e in val[done:stop]:
             trace = env.task.score(env.task.system.run_from(component, at.val_traces[e.id],
                                                             proposal.config, rt), e)
