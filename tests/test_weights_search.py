@@ -8,7 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coalign.compare import Lookup, WeightsSearch, decider_grid, draw_split, weights_methods
+from coalign.compare import (
+    Lookup,
+    WeightsReinforce,
+    WeightsSearch,
+    decider_grid,
+    draw_split,
+    weights_methods,
+)
 from coalign.errors import ConfigError
 from coalign.tables import Table, subset_table
 
@@ -79,10 +86,28 @@ def test_the_weights_only_search_keeps_the_start_config(cut, lookup) -> None:
     assert max(grid.scores(0, grid.start, list(split.val)).mean(), 0.0) <= vals[-1]
 
 
+def test_reinforce_on_the_weights_pays_its_draws_and_climbs_on_validation(cut, lookup) -> None:
+    split = draw_split(24, (6, 8, 10), seed=2)
+    method = WeightsReinforce(cut, batch=4, samples=2)
+    trajectory = method(lookup, split, 60, seed=2)
+    assert trajectory.method == "reinforce (decider weights)"
+    spent = [cost for cost, _, _ in trajectory.trials]
+    vals = [val for _, _, val in trajectory.trials]
+    # the start's validation, then the train questions' upstream outputs once, then per
+    # epoch 4 x 2 draws and 8 validation questions at a third of a run each
+    assert spent[0] == len(split.val) and vals[0] == pytest.approx(lookup.score(0, split.val))
+    epochs = [(c - len(split.val) - len(split.train)) / ((4 * 2 + 8) / 3) for c in spent[1:]]
+    assert all(abs(k - round(k)) < 1e-9 and round(k) >= 1 for k in epochs), (spent, epochs)
+    assert max(spent) <= 60 and vals == sorted(set(vals))
+    assert len(vals) > 1  # the policy gradient found weights better on validation
+    assert WeightsReinforce(cut)(lookup, split, len(split.val) - 1, seed=0).trials == []
+
+
 def test_only_a_table_with_a_decider_gets_the_methods(cut) -> None:
     assert set(weights_methods(cut)) == {"optuna tpe (+ decider weights)",
                                          "cma-es (+ decider weights)",
-                                         "cma-es (decider weights, start config)"}
+                                         "cma-es (decider weights, start config)",
+                                         "reinforce (decider weights)"}
     assert weights_methods(TABLES / "code_gen_models3") == {}
     with pytest.raises(ConfigError, match="one decider"):
         decider_grid(str(TABLES / "code_gen_models3"))

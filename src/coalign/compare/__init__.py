@@ -36,6 +36,7 @@ from coalign.compare._model_methods import (
     model_slots,
     nsga2,
 )
+from coalign.compare._weights_reinforce import REINFORCE_WEIGHTS, WeightsReinforce
 from coalign.compare._weights_search import (
     CMAES_WEIGHTS,
     CMAES_WEIGHTS_ONLY,
@@ -46,7 +47,8 @@ from coalign.compare._weights_search import (
 )
 
 __all__ = ["CEILINGS", "CMAES_WEIGHTS", "CMAES_WEIGHTS_ONLY", "EXHAUSTIVE", "METHODS",
-           "MODEL_METHODS", "REFERENCES", "START", "TPE_WEIGHTS", "WeightsSearch", "decider_grid",
+           "MODEL_METHODS", "REFERENCES", "REINFORCE_WEIGHTS", "START", "TPE_WEIGHTS",
+           "WeightsReinforce", "WeightsSearch", "decider_grid",
            "weights_methods",
            "Comparison", "FrontPoint", "Lookup", "LoopMethod", "Method", "MiproMethod", "Split",
            "Trajectory",

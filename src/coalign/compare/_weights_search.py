@@ -62,9 +62,12 @@ def weights_methods(table: Path) -> dict[str, tuple[WeightsSearch, bool]]:
 
     if len(_deciders(CandidateSpace.load(Path(table)).task())) != 1:
         return {}
+    from coalign.compare._weights_reinforce import REINFORCE_WEIGHTS, WeightsReinforce
+
     return {TPE_WEIGHTS: (WeightsSearch(Path(table), "tpe"), True),
             CMAES_WEIGHTS: (WeightsSearch(Path(table), "cmaes"), True),
-            CMAES_WEIGHTS_ONLY: (WeightsSearch(Path(table), "cmaes", slots=False), True)}
+            CMAES_WEIGHTS_ONLY: (WeightsSearch(Path(table), "cmaes", slots=False), True),
+            REINFORCE_WEIGHTS: (WeightsReinforce(Path(table)), True)}
 
 
 @functools.lru_cache(maxsize=4)
