@@ -42,6 +42,7 @@ from coalign.compare import (
     METHODS,
     MODEL_METHODS,
     REFERENCES,
+    REINFORCE_WEIGHTS,
     START,
     TPE_WEIGHTS,
     Lookup,
@@ -113,9 +114,10 @@ def main() -> None:
     ap.add_argument("--level", default="greedy")
     ap.add_argument("--methods", nargs="+",
                     default=["coalign", *METHODS, *MODEL_METHODS, TPE_WEIGHTS, CMAES_WEIGHTS,
-                             CMAES_WEIGHTS_ONLY],
+                             CMAES_WEIGHTS_ONLY, REINFORCE_WEIGHTS],
                     help=f"of: coalign, {', '.join([*METHODS, *MODEL_METHODS])}, "
                          f"{TPE_WEIGHTS!r}, {CMAES_WEIGHTS!r}, {CMAES_WEIGHTS_ONLY!r}, "
+                         f"{REINFORCE_WEIGHTS!r}, "
                          f"{MIPRO!r} (model-choice "
                          "baselines only on spaces with model slots, weights searches only on "
                          "a system with a decider; MIPROv2 only when named: it runs the system "

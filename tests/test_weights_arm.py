@@ -159,3 +159,26 @@ def test_the_weights_arm_finds_weights_that_put_the_answer_first(tmp_path, seed)
     opt.run()
     accepted = [r for r in opt.history if r.accepted and is_weights_step(r.component, r.param)]
     assert accepted and opt.val_score > start + 0.3
+
+
+def test_a_linear_decider_is_searched_as_its_six_feature_weights():
+    from coalign.component import ItemDecider
+    from coalign.optimize._weights_arm import from_vector, to_vector
+
+    decider = ItemDecider(backbone=HashingBackbone(16))
+    spec = decider.params[decider.policy_param]
+    state = spec.default
+    vector = to_vector(decider, decider.policy_param, state)
+    assert vector.tolist() == pytest.approx([1.0, 0.1, 0.0, 0.0, 0.0, 0.0])  # prior, tie folded
+    moved = vector + np.array([0.5, -1.0, 2.0, 0.0, -0.3, 1.0])
+    back = from_vector(decider, decider.policy_param, moved, state)
+    assert to_vector(decider, decider.policy_param, back) == pytest.approx(moved)
+    features = torch.randn(7, 6, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():  # the state scores every candidate as w · features
+        got = spec.build(back)(features)
+    assert got.numpy() == pytest.approx((features.double().numpy() @ moved), abs=1e-5)
+    # a scorer with a hidden layer has no compact form: its whole state dict is searched
+    deep = ItemDecider(backbone=HashingBackbone(16), hidden=4)
+    deep_state = deep.params[deep.policy_param].default
+    assert len(to_vector(deep, deep.policy_param, deep_state)) == sum(
+        int(t.numel()) for t in deep_state.values())

@@ -103,16 +103,16 @@ def decider_grid(table: str) -> DeciderGrid:
 
 
 def _linear(decider: Any) -> np.ndarray:
-    """The untrained scorer as one weight vector over the features: prior · f0 + tie · f1 +
-    out · f (its bias moves every candidate alike); refused for a scorer with a hidden layer."""
+    """The untrained scorer as one weight vector over the features (``linear_weights``);
+    refused for a scorer with a hidden layer."""
+    from coalign.component._decider import linear_weights
+
     state = decider.params[decider.policy_param].default
-    if set(state) != {"prior", "tie", "out.weight", "out.bias"}:
+    w = linear_weights(state)
+    if w is None:
         raise ConfigError(f"weights search: decider {decider.name!r} is not linear in its "
                           f"features (params {sorted(state)})")
-    start = state["out.weight"].detach().numpy().astype(float).reshape(-1).copy()
-    start[0] += float(state["prior"])
-    start[1] += float(state["tie"])
-    return start
+    return w.numpy().astype(float)
 
 
 @dataclass(frozen=True)

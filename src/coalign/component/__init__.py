@@ -8,7 +8,7 @@ from coalign.component._select import Select
 _TORCH_EXPORTS = {"PassageReranker": "_reranker", "PolicyComponent": "_policy",
                   "plackett_luce_log_prob": "_reranker", "ItemDecider": "_decider",
                   "EncoderPolicy": "_policy", "FEATURES": "_decider",
-                  "named_pick": "_decider"}
+                  "named_pick": "_decider", "VectorWeights": "_policy"}
 
 
 def __getattr__(name: str) -> object:
@@ -22,5 +22,5 @@ def __getattr__(name: str) -> object:
 
 __all__ = ["Component", "EncoderPolicy", "FEATURES", "FunctionComponent", "ItemDecider",
            "LLMComponent", "PassageReranker", "PolicyComponent", "Retriever", "Select",
-           "first_line", "named_pick", "passage_text", "plackett_luce_log_prob", "render_fields",
-           "render_value"]
+           "VectorWeights", "first_line", "named_pick", "passage_text", "plackett_luce_log_prob",
+           "render_fields", "render_value"]

@@ -64,6 +64,28 @@ class ChoiceScorer(nn.Module):
                 + self.out(self.body(features)).squeeze(-1))
 
 
+LINEAR_STATE = frozenset({"prior", "tie", "out.weight", "out.bias"})
+
+
+def linear_weights(state: Mapping[str, torch.Tensor]) -> torch.Tensor | None:
+    """A scorer without a hidden layer as one weight per feature (``score = w · features``:
+    ``prior`` and ``tie`` fold into the first two, the bias moves every candidate alike);
+    None for a scorer with a hidden layer."""
+    if set(state) != LINEAR_STATE:
+        return None
+    w = state["out.weight"].detach().reshape(-1).clone().double()
+    w[0] += float(state["prior"])
+    w[1] += float(state["tie"])
+    return w
+
+
+def linear_state(weights: Any, like: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The scorer state whose ``linear_weights`` are ``weights`` (prior, tie and bias 0)."""
+    w = torch.as_tensor(weights, dtype=like["out.weight"].dtype).reshape(like["out.weight"].shape)
+    return {"prior": torch.zeros_like(like["prior"]), "tie": torch.zeros_like(like["tie"]),
+            "out.weight": w.clone(), "out.bias": torch.zeros_like(like["out.bias"])}
+
+
 def seeded_choice_scorer(hidden: int, prior: float, tie: float, seed: int) -> ChoiceScorer:
     """A scorer whose random hidden layer (if any) is the same in every process."""
     with torch.random.fork_rng(devices=[]):
@@ -122,6 +144,15 @@ class ItemDecider(EncoderPolicy):
 
     def scores(self, module: nn.Module, inputs: Mapping[str, Any]) -> torch.Tensor:
         return module(self.features(inputs))
+
+    # ``VectorWeights``: a linear scorer searched as its six feature weights
+    def weights_vector(self, param: str, value: Mapping[str, Any]) -> Any:
+        w = linear_weights(value) if param == self.policy_param else None
+        return None if w is None else w.numpy()
+
+    def weights_from_vector(self, param: str, vector: Any, like: Mapping[str, Any]
+                            ) -> dict[str, torch.Tensor]:
+        return linear_state(vector, like)
 
     def _choices(self, inputs: Mapping[str, Any]) -> list[Any]:
         choices = list(inputs[self.fields[3]] or ())

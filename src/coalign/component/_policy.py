@@ -25,6 +25,23 @@ MINILM_DIM = 384  # width of the default backbone; known up front so no model lo
 
 
 @runtime_checkable
+class VectorWeights(Protocol):
+    """A component whose ``Weights`` value has a compact vector form: the directions that
+    change its outputs, without the redundant ones (a bias every candidate shares, two
+    weights on one feature). The portfolio loop's weights arm searches that vector; without
+    this form it searches the whole state dict flattened."""
+
+    def weights_vector(self, param: str, value: Mapping[str, Any]) -> Any:
+        """``value`` as a 1-d numpy vector, or None when it has no compact form."""
+        ...
+
+    def weights_from_vector(self, param: str, vector: Any, like: Mapping[str, Any]
+                            ) -> dict[str, torch.Tensor]:
+        """A state dict shaped like ``like`` that the vector describes."""
+        ...
+
+
+@runtime_checkable
 class PolicyComponent(Protocol):
     """A component whose outputs are draws from a differentiable policy in a ``Weights`` param."""
 

@@ -20,7 +20,7 @@ from coalign.optimize._portfolio import (
     propose,
 )
 from coalign.optimize._step import Position, StepEnv, draw, judged
-from coalign.optimize._weights_arm import first_generation, weights_slots, weights_step
+from coalign.optimize._weights_arm import improving, weights_slots, weights_step
 
 
 def global_step(t: int, env: StepEnv, at: Position) -> Outcome:
@@ -63,8 +63,10 @@ def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]
     """Step ``t``'s arm: global while configs of the finite slots are left to validate, local
     while a component has a local reward to draw (or is still to be paid for), weights while
     a small ``Weights`` param is a target (``_weights_arm``); among them, a Thompson draw on
-    their records. The weights arm goes first for its search's first generation: its steps
-    are the cheapest (one component's executions) and CMA-ES learns nothing before one.
+    their records. The weights arm goes first while its search is in its first generation or
+    improving (``_weights_arm.improving``): its steps are the cheapest (one component's
+    executions), and the other arms' first steps (a full validation, stage-1 rollouts) would
+    interrupt a search that is making progress.
     Where every param has finite values, the global arm goes first until the score model has
     more configs than effects (before, it cannot tell a config's own deviation from noise,
     and a local arm's first step would pay its stage-1 rollouts at the smallest budgets,
@@ -82,7 +84,7 @@ def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]
     weights = weights_slots(env.task.system, env.targets, at.config, at.policies)
     if weights:
         available.append("weights")
-        if first_generation(env.task.system, weights, at.validated, at.config):
+        if improving(env.task.system, weights, at.validated, at.config):
             return "weights", local
     if not available:
         return "local", local  # its step says why nothing is left (settled, no reward)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from coalign.component._policy import VectorWeights
 from coalign.config import SystemConfig
 from coalign.optimize._outcome import Outcome, Proposal, StepState
 from coalign.optimize._portfolio import Validated
@@ -39,6 +40,24 @@ MAX_GENERATIONS = 10_000  # replay guard: far beyond any run's steps
 
 def is_weights_step(component: str, param: str) -> bool:
     return component == WEIGHTS_ARM and param.startswith(PREFIX)
+
+
+def to_vector(component: Any, param: str, state: Mapping[str, Any]) -> np.ndarray:
+    """The vector the arm searches: the component's compact form (``VectorWeights``) if it
+    has one for ``state``, else the state dict flattened."""
+    if isinstance(component, VectorWeights):
+        v = component.weights_vector(param, state)
+        if v is not None:
+            return np.asarray(v, dtype=float)
+    return flatten(state)
+
+
+def from_vector(component: Any, param: str, vector: np.ndarray, like: Mapping[str, Any]
+                ) -> dict[str, Any]:
+    """``to_vector``'s inverse, shaped like ``like``."""
+    if isinstance(component, VectorWeights) and component.weights_vector(param, like) is not None:
+        return component.weights_from_vector(param, vector, like)
+    return unflatten(like, vector)
 
 
 def flatten(state: Mapping[str, Any]) -> np.ndarray:
@@ -62,13 +81,13 @@ def unflatten(template: Mapping[str, Any], vector: np.ndarray) -> dict[str, Any]
 
 def weights_slots(system: Any, targets: Sequence[tuple[str, str]], config: SystemConfig,
                   policies: Mapping[tuple[str, str], str]) -> list[tuple[str, str]]:
-    """The targets whose kind is ``weights`` with at most ``MAX_DIM`` numbers, not chosen
-    per input."""
+    """The targets whose kind is ``weights`` with at most ``MAX_DIM`` numbers to search (in
+    ``to_vector``'s form), not chosen per input."""
     out = []
     for c, p in targets:
         if system.component(c).params[p].kind != "weights" or (c, p) in policies:
             continue
-        if 0 < sum(int(t.numel()) for t in config[c][p].values()) <= MAX_DIM:
+        if 0 < len(to_vector(system.component(c), p, config[c][p])) <= MAX_DIM:
             out.append((c, p))
     return out
 
@@ -91,14 +110,19 @@ def population(dim: int) -> int:
     return 4 + int(3 * np.log(dim))
 
 
-def first_generation(system: Any, slots: Sequence[tuple[str, str]],
-                     validated: Sequence[Validated], config: SystemConfig) -> bool:
-    """A slot's search under the current config's other params has not validated one
-    generation yet (the search learns nothing before its first ``tell``)."""
+def improving(system: Any, slots: Sequence[tuple[str, str]], validated: Sequence[Validated],
+              config: SystemConfig) -> bool:
+    """A slot's search under the current config's other params is in its first generation
+    (CMA-ES learns nothing before one) or its last generation's worth of validations raised
+    the search's best score: a search making progress is not interrupted."""
     defaults = system.default_config()
     for c, p in slots:
-        dim = len(flatten(config[c][p]))
-        if len(history(validated, config, (c, p), defaults[c][p])) <= population(dim):
+        n = population(len(to_vector(system.component(c), p, config[c][p])))
+        seen = history(validated, config, (c, p), defaults[c][p])
+        if len(seen) <= n:
+            return True
+        means = [sum(v.rewards) / len(v.rewards) for v in seen]
+        if max(means[-n:]) > max(means[:-n]):
             return True
     return False
 
@@ -135,18 +159,20 @@ def propose(system: Any, slot: tuple[str, str], validated: Sequence[Validated],
     weights (the search of the current config's other params, replayed)."""
     c, p = slot
     start = system.default_config()[c][p]
-    spec = system.component(c).params[p]
+    component = system.component(c)
+    spec = component.params[p]
     seen = history(validated, current, slot, start)
     template = current[c][p]
     origin = seen[0].config[c][p] if seen else template
     scores = {v.config.digest: sum(v.rewards) / len(v.rewards) for v in seen if v.rewards}
 
     def config_of(x: np.ndarray) -> SystemConfig:
-        return current.with_value(c, p, spec.validate(unflatten(template, x)))
+        return current.with_value(c, p, spec.validate(from_vector(component, p, x, template)))
 
     base = _base(current, slot, start)
     search_seed = int(hashlib.sha256(f"{seed}:{base}".encode()).hexdigest()[:8], 16)
-    x = next_vector(flatten(origin), scores, lambda v: config_of(v).digest, search_seed)
+    x = next_vector(to_vector(component, p, origin), scores, lambda v: config_of(v).digest,
+                    search_seed)
     return config_of(x)
 
 
