@@ -182,3 +182,33 @@ def test_a_linear_decider_is_searched_as_its_six_feature_weights():
     deep_state = deep.params[deep.policy_param].default
     assert len(to_vector(deep, deep.policy_param, deep_state)) == sum(
         int(t.numel()) for t in deep_state.values())
+
+
+def test_the_arm_stays_first_while_its_search_improves():
+    from coalign.optimize._portfolio import Validated
+    from coalign.optimize._weights_arm import from_vector, improving, population, to_vector
+
+    system = rerank_task(hidden=0, dim=16).system
+    slot = ("reranker", "scorer")
+    comp, start = system.component("reranker"), system.default_config()
+    origin = to_vector(comp, "scorer", start["reranker"]["scorer"])
+    n = population(len(origin))
+
+    def validated(means):
+        out = []
+        for i, m in enumerate(means):
+            weights = from_vector(comp, "scorer", origin + 0.01 * (i + 1),
+                                  start["reranker"]["scorer"])
+            config = start.with_value(*slot, comp.params["scorer"].validate(weights))
+            out.append(Validated(config, (m, m)))
+        return out
+
+    def first(means):
+        return improving(system, [slot], validated(means), start)
+
+    assert first([0.2] * n)  # the first generation is not complete yet
+    assert not first([0.2] * (n + 1))  # a whole generation, nothing better than the start
+    assert first([0.2] * (n + 1) + [0.3])  # the last generation's worth raised the best
+    assert not first([0.2, 0.3] + [0.25] * n)  # its best is older than a generation
+    other = start.with_value("pick", "level", 1)  # another search: the prompt's value moved
+    assert improving(system, [slot], validated([0.2] * (n + 1)), other)
