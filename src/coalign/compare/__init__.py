@@ -14,6 +14,7 @@ from coalign.compare._comparison import (
     compare,
     front_svg,
 )
+from coalign.compare._decider_grid import decider_grid
 from coalign.compare._lookup import (
     Lookup,
     Method,
@@ -42,7 +43,6 @@ from coalign.compare._weights_search import (
     CMAES_WEIGHTS_ONLY,
     TPE_WEIGHTS,
     WeightsSearch,
-    decider_grid,
     weights_methods,
 )
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from coalign.compare._decider_grid import DeciderGrid, decider_grid
 from coalign.compare._lookup import Lookup, Split, Trajectory
-from coalign.compare._weights_search import DeciderGrid, decider_grid
 
 REINFORCE_WEIGHTS = "reinforce (decider weights)"
 

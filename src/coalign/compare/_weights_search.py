@@ -17,13 +17,13 @@ the lookup as a system of its own (``Lookup.add``), scored on the split's test q
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from coalign.compare._decider_grid import DeciderGrid, decider_grid, deciders_of
 from coalign.compare._lookup import Lookup, Split, Trajectory
 from coalign.errors import ConfigError
 
@@ -32,35 +32,11 @@ CMAES_WEIGHTS_ONLY = "cma-es (decider weights, start config)"
 WEIGHT_RANGE = 3.0  # each weight in [-3, 3]: features are cosines in [-1, 1] and a 0/1 flag
 
 
-@dataclass(frozen=True)
-class DeciderGrid:
-    """Per config (the table's order) and pool question: the decider's candidate features and
-    the metric of picking each candidate."""
-
-    features: tuple[tuple[np.ndarray, ...], ...]  # [config][question] -> (candidates, 6)
-    right: tuple[tuple[np.ndarray, ...], ...]  # [config][question] -> (candidates,)
-    start: np.ndarray  # the untrained scorer's weights
-    share: float = 1.0  # a decider execution's share of a run (1 / the components)
-
-    def scores(self, config: int, weights: np.ndarray, questions: list[int]) -> np.ndarray:
-        """The metric per question of ``config`` with the scorer ``weights`` (ties: the
-        earlier candidate, as the decider breaks them)."""
-        return np.array([self.right[config][q][int(np.argmax(self.features[config][q]
-                                                              @ weights))]
-                         for q in questions])
-
-
-def _deciders(task: Any) -> list[Any]:
-    """Components with a weights param that score candidates from features."""
-    return [c for c in task.system.components
-            if any(p.kind == "weights" for p in c.params.values()) and hasattr(c, "features")]
-
-
 def weights_methods(table: Path) -> dict[str, tuple[WeightsSearch, bool]]:
     """The weights-searching baselines for the table in ``table`` (none without a decider)."""
     from coalign.tables import CandidateSpace
 
-    if len(_deciders(CandidateSpace.load(Path(table)).task())) != 1:
+    if len(deciders_of(CandidateSpace.load(Path(table)).task())) != 1:
         return {}
     from coalign.compare._weights_reinforce import REINFORCE_WEIGHTS, WeightsReinforce
 
@@ -68,51 +44,6 @@ def weights_methods(table: Path) -> dict[str, tuple[WeightsSearch, bool]]:
             CMAES_WEIGHTS: (WeightsSearch(Path(table), "cmaes"), True),
             CMAES_WEIGHTS_ONLY: (WeightsSearch(Path(table), "cmaes", slots=False), True),
             REINFORCE_WEIGHTS: (WeightsReinforce(Path(table)), True)}
-
-
-@functools.lru_cache(maxsize=4)
-def decider_grid(table: str) -> DeciderGrid:
-    """The grid of the replay table in directory ``table`` (computed once per process)."""
-    import torch
-
-    from coalign.tables import Table
-
-    loaded = Table(table)
-    space = loaded.space
-    task = space.task()
-    deciders = _deciders(task)
-    if len(deciders) != 1:
-        raise ConfigError(f"table {table}: weights search needs one decider with a weights "
-                          f"param and candidate features; found {len(deciders)}")
-    decider = deciders[0]
-    runtime = loaded.runtime()
-    examples = loaded.finished()
-    features, right = [], []
-    for config in space.configs(task):
-        f_row, r_row = [], []
-        for e in examples:
-            trace = task.system.run(e.id, e.inputs, config, runtime)
-            with torch.no_grad():
-                f = decider.features(trace.step(decider.name).inputs).numpy().astype(float)
-            f_row.append(f)
-            r_row.append(np.array([task.metric(str(i), e) for i in range(len(f))]))
-        features.append(tuple(f_row))
-        right.append(tuple(r_row))
-    return DeciderGrid(tuple(features), tuple(right), _linear(decider),
-                       1.0 / len(task.system.components))
-
-
-def _linear(decider: Any) -> np.ndarray:
-    """The untrained scorer as one weight vector over the features (``linear_weights``);
-    refused for a scorer with a hidden layer."""
-    from coalign.component._decider import linear_weights
-
-    state = decider.params[decider.policy_param].default
-    w = linear_weights(state)
-    if w is None:
-        raise ConfigError(f"weights search: decider {decider.name!r} is not linear in its "
-                          f"features (params {sorted(state)})")
-    return w.numpy().astype(float)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from coalign.component._select import Select
 _TORCH_EXPORTS = {"PassageReranker": "_reranker", "PolicyComponent": "_policy",
                   "plackett_luce_log_prob": "_reranker", "ItemDecider": "_decider",
                   "EncoderPolicy": "_policy", "FEATURES": "_decider",
-                  "named_pick": "_decider", "VectorWeights": "_policy"}
+                  "named_pick": "_decider", "VectorWeights": "_policy",
+                  "linear_weights": "_decider"}
 
 
 def __getattr__(name: str) -> object:
@@ -22,5 +23,5 @@ def __getattr__(name: str) -> object:
 
 __all__ = ["Component", "EncoderPolicy", "FEATURES", "FunctionComponent", "ItemDecider",
            "LLMComponent", "PassageReranker", "PolicyComponent", "Retriever", "Select",
-           "VectorWeights", "first_line", "named_pick", "passage_text", "plackett_luce_log_prob",
-           "render_fields", "render_value"]
+           "VectorWeights", "first_line", "linear_weights", "named_pick", "passage_text",
+           "plackett_luce_log_prob", "render_fields", "render_value"]

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from coalign.component._policy import VectorWeights
+from coalign.component import VectorWeights
 from coalign.config import SystemConfig
 from coalign.optimize._outcome import Outcome, Proposal, StepState
 from coalign.optimize._portfolio import Validated
