@@ -6,6 +6,7 @@ call), so a baseline's weights trial is a matrix product (``WeightsSearch``,
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,13 @@ class DeciderGrid:
         return np.array([self.right[config][q][int(np.argmax(self.features[config][q]
                                                               @ weights))]
                          for q in questions])
+
+    def system(self, lookup: Any, config: int, weights: np.ndarray, test: Sequence[int]) -> int:
+        """``config`` with the scorer ``weights`` as a system of its own in ``lookup``, known on
+        the ``test`` questions (``Lookup.add``); returns its index."""
+        scores = self.scores(config, weights, list(test))
+        return lookup.add(dict(zip(test, scores.tolist(), strict=True)),
+                          {q: lookup.cost(config, [q]) for q in test})
 
 
 def deciders_of(task: Any) -> list[Any]:

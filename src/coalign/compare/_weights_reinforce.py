@@ -49,7 +49,7 @@ class WeightsReinforce:
         if spent > budget:
             return trajectory
         best = float(grid.scores(config, weights, list(split.val)).mean())
-        self._record(lookup, grid, split, config, weights, trajectory, spent, best)
+        trajectory.trials.append((spent, grid.system(lookup, config, weights, split.test), best))
         spent += len(split.train)  # the train questions' upstream outputs, once
         batch = min(self.batch, len(split.train))
         step_cost = (batch * self.samples + len(split.val)) * grid.share
@@ -62,7 +62,8 @@ class WeightsReinforce:
             val = float(grid.scores(config, weights, list(split.val)).mean())
             if val > best:
                 best = val
-                self._record(lookup, grid, split, config, weights, trajectory, spent, val)
+                trajectory.trials.append((spent, grid.system(lookup, config, weights, split.test),
+                                          val))
         return trajectory
 
     def _gradient(self, grid: DeciderGrid, config: int, weights: np.ndarray,
@@ -84,14 +85,6 @@ class WeightsReinforce:
             return np.zeros_like(weights)
         g = np.asarray(grads)  # (questions, samples, features)
         return np.einsum("qs,qsf->f", adv / scale, g) / adv.size
-
-    @staticmethod
-    def _record(lookup: Lookup, grid: DeciderGrid, split: Split, config: int,
-                weights: np.ndarray, trajectory: Trajectory, spent: float, val: float) -> None:
-        test = grid.scores(config, weights, list(split.test))
-        system = lookup.add(dict(zip(split.test, test.tolist(), strict=True)),
-                            {q: lookup.cost(config, [q]) for q in split.test})
-        trajectory.trials.append((spent, system, val))
 
 
 class _Adam:

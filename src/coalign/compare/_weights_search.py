@@ -85,10 +85,8 @@ class WeightsSearch:
             search.tell(val)
             if val > best:
                 best = val
-                test = grid.scores(config, weights, list(split.test))
-                system = lookup.add(dict(zip(split.test, test.tolist(), strict=True)),
-                                    {q: lookup.cost(config, [q]) for q in split.test})
-                trajectory.trials.append((spent, system, val))
+                trajectory.trials.append((spent, grid.system(lookup, config, weights, split.test),
+                                          val))
         return trajectory
 
     def _sampler(self, seed: int) -> Any:

@@ -41,6 +41,10 @@ class Validated:
     rewards: tuple[float, ...]
     cost: float = 0.0  # mean model seconds per validation query
 
+    @property
+    def mean(self) -> float:
+        return sum(self.rewards) / len(self.rewards) if self.rewards else 0.0
+
     def to_json(self) -> dict[str, Any]:
         return {"config": self.config.to_json(), "rewards": list(self.rewards),
                 "cost": self.cost}

@@ -29,7 +29,7 @@ import numpy as np
 from coalign.component import VectorWeights
 from coalign.config import SystemConfig
 from coalign.optimize._outcome import Outcome, Proposal, StepState
-from coalign.optimize._portfolio import Validated
+from coalign.optimize._portfolio import Validated, arm_of
 from coalign.optimize._step import Position, StepEnv, judged
 
 WEIGHTS_ARM = "*"  # a weights step's component in the ledger; its param names the slot
@@ -39,23 +39,28 @@ MAX_GENERATIONS = 10_000  # replay guard: far beyond any run's steps
 
 
 def is_weights_step(component: str, param: str) -> bool:
-    return component == WEIGHTS_ARM and param.startswith(PREFIX)
+    return arm_of(component, param) == "weights"
+
+
+def _compact(component: Any, param: str, state: Mapping[str, Any]) -> np.ndarray | None:
+    """The component's compact vector of ``state`` (``VectorWeights``), if it has one."""
+    if not isinstance(component, VectorWeights):
+        return None
+    v = component.weights_vector(param, state)
+    return None if v is None else np.asarray(v, dtype=float)
 
 
 def to_vector(component: Any, param: str, state: Mapping[str, Any]) -> np.ndarray:
-    """The vector the arm searches: the component's compact form (``VectorWeights``) if it
-    has one for ``state``, else the state dict flattened."""
-    if isinstance(component, VectorWeights):
-        v = component.weights_vector(param, state)
-        if v is not None:
-            return np.asarray(v, dtype=float)
-    return flatten(state)
+    """The vector the arm searches: the component's compact form if it has one for
+    ``state``, else the state dict flattened."""
+    v = _compact(component, param, state)
+    return flatten(state) if v is None else v
 
 
 def from_vector(component: Any, param: str, vector: np.ndarray, like: Mapping[str, Any]
                 ) -> dict[str, Any]:
     """``to_vector``'s inverse, shaped like ``like``."""
-    if isinstance(component, VectorWeights) and component.weights_vector(param, like) is not None:
+    if _compact(component, param, like) is not None:
         return component.weights_from_vector(param, vector, like)
     return unflatten(like, vector)
 
@@ -121,20 +126,21 @@ def improving(system: Any, slots: Sequence[tuple[str, str]], validated: Sequence
         seen = history(validated, config, (c, p), defaults[c][p])
         if len(seen) <= n:
             return True
-        means = [sum(v.rewards) / len(v.rewards) for v in seen]
+        means = [v.mean for v in seen]
         if max(means[-n:]) > max(means[:-n]):
             return True
     return False
 
 
-def next_vector(mean0: np.ndarray, scores: Mapping[str, float], key: Any, seed: int,
-                sigma0: float | None = None) -> np.ndarray:
-    """Replay CMA-ES (minimising minus the score) from ``mean0``: the first vector asked
-    whose ``key(vector)`` is not in ``scores``. A search that converged restarts around the
-    best vector so far with the next seed."""
+def next_vector(mean0: np.ndarray, scores: Mapping[str, float], key: Any, seed: int
+                ) -> np.ndarray:
+    """Replay CMA-ES (minimising minus the score) from ``mean0``, step size 1 or the
+    largest weight's size: the first vector asked whose ``key(vector)`` is not in
+    ``scores``. A search that converged restarts around the best vector so far with the
+    next seed."""
     from cmaes import CMA
 
-    sigma = sigma0 if sigma0 is not None else max(1.0, float(np.abs(mean0).max()))
+    sigma = max(1.0, float(np.abs(mean0).max()))
     best: tuple[float, np.ndarray] = (float("inf"), mean0)
     cma = CMA(mean=mean0.astype(float), sigma=sigma, seed=seed)
     for _ in range(MAX_GENERATIONS):
@@ -164,7 +170,7 @@ def propose(system: Any, slot: tuple[str, str], validated: Sequence[Validated],
     seen = history(validated, current, slot, start)
     template = current[c][p]
     origin = seen[0].config[c][p] if seen else template
-    scores = {v.config.digest: sum(v.rewards) / len(v.rewards) for v in seen if v.rewards}
+    scores = {v.config.digest: v.mean for v in seen if v.rewards}
 
     def config_of(x: np.ndarray) -> SystemConfig:
         return current.with_value(c, p, spec.validate(from_vector(component, p, x, template)))
