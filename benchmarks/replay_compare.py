@@ -9,7 +9,7 @@ difference of the best two methods; writes the JSON and an anytime-curve SVG per
     python -m benchmarks.replay_compare [TABLE ...] [--seeds 20] [--budgets 250 500 1000 2000]
         [--split 0.2 0.3 0.5] [--workers 2] [--json benchmarks/results/replay/compare.json]
         [--svg-dir benchmarks/results/replay] [--per-instance [COMPONENT.PARAM ...]]
-        [--cost-cap FRACTION] [--proposals local|portfolio]
+        [--cost-cap FRACTION] [--proposals local|portfolio] [--terminal-reward exact|learned]
 
 Without TABLE: every finished table under ``benchmarks/tables``. Per table, a second coalign
 row has the space's Choice params chosen per input (run config ``per_instance``; by default
@@ -132,6 +132,8 @@ def main() -> None:
                          "(budget.warm_start)")
     ap.add_argument("--proposals", choices=["local", "portfolio"], default=None,
                     help="the coalign rows' budget.proposals (default: the run config's)")
+    ap.add_argument("--terminal-reward", choices=["exact", "learned"], default=None,
+                    help="the coalign rows' budget.terminal_reward (default: the run config's)")
     ap.add_argument("--workers", type=int, default=2, help="processes running seeds")
     ap.add_argument("--quick", action="store_true", help="3 seeds")
     add_json_option(ap)
@@ -154,8 +156,10 @@ def main() -> None:
                 sys.exit(f"error: --cost-cap: {directory} has no model slots to cap")
             lookup = lookup.with_cap(lookup.cap_of(args.cost_cap))
         settings = {} if lookup.cap is None else {"cost_cap": lookup.cap}
-        if args.proposals:
-            settings["budget"] = {"proposals": args.proposals}
+        budget = {k: v for k, v in (("proposals", args.proposals),
+                                    ("terminal_reward", args.terminal_reward)) if v}
+        if budget:
+            settings["budget"] = budget
         sizes = split_sizes(len(rewards.questions), args.split)
         available = {**METHODS, **(MODEL_METHODS if has_models else {}),
                      **weights_methods(directory)}

@@ -208,7 +208,8 @@ def test_no_local_reward_at_all_records_a_skipped_step(tmp_path):
     reward = LocalRewardModel(HashingBackbone(64), {"writer": "writes"})
     opt = Optimizer(task, train, train, Runtime(lms={"m": FakeLM(lambda r: "same")}),
                     RunStore(tmp_path), reward,
-                    LoopSettings(proposals="local", iterations=2, seed=0))
+                    LoopSettings(proposals="local", iterations=2, seed=0,
+                                 terminal_reward="learned"))  # a head, not the metric
     history = opt.run()
     assert [r.accepted for r in history] == [False, False]
     assert all("tie" in r.reason and r.val_after is None for r in history)

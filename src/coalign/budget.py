@@ -53,6 +53,10 @@ class BudgetSpec(BaseModel):
     # score model of validation beside the local ones, an arm drawn per step by its record,
     # the gate that model's expected validation score, local rewards paid lazily (``_portfolio``)
     proposals: Literal["local", "portfolio"] = "portfolio"
+    # exact: the last component's local reward is the task metric on its search inputs' own
+    # train examples (no learned head, no stage-1 rollouts for it; ``_exact``); learned: a
+    # head trained on rollout pairs, like every other component's
+    terminal_reward: Literal["exact", "learned"] = "exact"
     # rollout sampling temperature, and tau of the exp(r / tau) samplers (choice, weights)
     temperature: float = Field(1.0, gt=0)
     tau: float = Field(1.0, gt=0)

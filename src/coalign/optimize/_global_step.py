@@ -77,11 +77,12 @@ def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]
     axes, left = global_open(env, at)
     local = local_targets(env, at, (axes, left))
     available = ["global"] if left else []
-    unpaid = any(c not in paid for c, _ in local)
+    unpaid = any(c not in paid and c not in env.exact for c, _ in local)
     local_env = dataclasses.replace(env, targets=local)
     if unpaid or not isinstance(draw(local_env, at, random.Random(0)), Outcome):
         available.append("local")
-    weights = weights_slots(env.task.system, env.targets, at.config, at.policies)
+    weights = [s for s in weights_slots(env.task.system, env.targets, at.config, at.policies)
+               if s[0] not in env.exact]
     if weights:
         available.append("weights")
         if improving(env.task.system, weights, at.validated, at.config):

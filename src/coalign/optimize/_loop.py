@@ -24,7 +24,6 @@ from coalign.data import Example
 from coalign.errors import ConfigError, StoreError
 from coalign.optimize._alignment import cross_validated_alignment
 from coalign.optimize._base import BaseLocalOptimizer
-from coalign.optimize._choice import RewardSelector
 from coalign.optimize._global_step import ARM_STEPS, arm
 from coalign.optimize._kinds import kind_of, rollout_specs
 from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
@@ -198,25 +197,27 @@ class Optimizer:
     # -- phases -------------------------------------------------------------------------------
 
     def runtime_for(self, policies: Policies) -> Runtime:
-        selectors = dict(self.runtime.selectors)
-        selectors.update({key: RewardSelector(self.frozen.get(digest),
-                                              self.s.choice_costs.get(key), self.s.cost_weight)
-                          for key, digest in policies.items()})
-        return dataclasses.replace(self.runtime, selectors=selectors)
+        return self.frozen.runtime(self.runtime, policies, self.s.choice_costs,
+                                   self.s.cost_weight)
 
     def _collect(self, examples: Sequence[Example], tag: str,
                  progress: Progress | None = None,
                  components: Sequence[str] | None = None) -> list:
-        """Rollout pairs of ``components`` (default: every target) on ``examples``."""
-        rt = self.runtime_for(self.policies)
-        base = {e.id: self.system.run(e.id, e.inputs, self.config, rt) for e in examples}
-        self.account.add_traces(tag, base.values())
-        pairs = []
-        names = components or dict.fromkeys(c for c, _ in self.targets)
+        """Rollout pairs of ``components`` (default: every target) on ``examples``; none for a
+        component the task metric scores (``_exact``)."""
+        exact = self._env().exact
+        names = [c for c in (dict.fromkeys(c for c, _ in self.targets) if components is None
+                             else components) if c not in exact]
         specs = {c: rollout_specs(self.system, self.config, c, self.optimizers, self.s,
                                   only={p for cc, p in self.targets if cc == c})
                  for c in names}
         specs = {c: sp for c, sp in specs.items() if sp}
+        if not specs:
+            return []
+        rt = self.runtime_for(self.policies)
+        base = {e.id: self.system.run(e.id, e.inputs, self.config, rt) for e in examples}
+        self.account.add_traces(tag, base.values())
+        pairs = []
         done, total = 0, len(examples) * len(specs)
 
         def tick(_: Example) -> None:
@@ -282,7 +283,7 @@ class Optimizer:
         cache."""
         order = list(dict.fromkeys(c for c, _ in self.targets))
         random.Random(f"{self.s.seed}:stage1").shuffle(order)
-        mine = {c for c, _ in targets}
+        mine = {c for c, _ in targets} - self._env().exact  # the metric needs no rollouts
         todo = [c for c in order if c not in self.paid and c in mine]
         if not todo or t in self.paid.values():
             return

@@ -12,6 +12,7 @@ names it in trace keys and in the ledger (``selectors``), and an accepted one is
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,9 +20,10 @@ from typing import Any
 
 from coalign.errors import StoreError
 from coalign.files import replacing_dir
+from coalign.optimize._choice import RewardSelector
 from coalign.pairs import canonical_json
 from coalign.rewards import Backbone, LocalRewardModel, load_reward_model, save_reward_model
-from coalign.runtime import selector_tag
+from coalign.runtime import Runtime, selector_tag
 
 # a per-instance (component, param) -> digest of the frozen reward its selector reads
 Policies = Mapping[tuple[str, str], str]
@@ -93,6 +95,16 @@ class FrozenRewards:
 
     def save(self, digest: str) -> None:
         save_frozen(self.get(digest), self.run_dir / selector_dir(digest))
+
+    def runtime(self, runtime: Runtime, policies: Policies,
+                costs: Mapping[tuple[str, str], Mapping[Any, float]],
+                cost_weight: float) -> Runtime:
+        """``runtime`` with an LRF selector, reading its frozen reward, on each slot of
+        ``policies`` (a slot's option ``costs`` traded at ``cost_weight``)."""
+        selectors = dict(runtime.selectors)
+        selectors.update({key: RewardSelector(self.get(digest), costs.get(key), cost_weight)
+                          for key, digest in policies.items()})
+        return dataclasses.replace(runtime, selectors=selectors)
 
 
 def policy_suffix(policies: Policies) -> str:

@@ -30,6 +30,7 @@ class LoopSettings:
     stage1: str = _b("stage1")  # upfront | lazy (one component's rollouts before each step)
     warm_start: float = _b("warm_start")  # runs of global TPE before stage 1 (``_warm``)
     proposals: str = _b("proposals")  # local | portfolio (``_portfolio``)
+    terminal_reward: str = _b("terminal_reward")  # exact | learned (``_exact``)
     # param kind -> local optimizer name, over the kind's default (see ``_local``)
     optimizers: Mapping[str, str] = field(default_factory=dict)
     text_optimizer: str = "opro"  # superseded by optimizers["text"]; still honoured

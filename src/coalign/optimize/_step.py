@@ -8,7 +8,7 @@ reward after an accepted step, remembers a rejection) and the ledger stores it. 
 Algorithm 1 that acts within a step is applied here, numbered as in docs/optimize.md:
 
 1-2  draw only components with a local reward that ranks held-out pairs above chance (``draw``)
-3    the search sample is a window moving through the train split (``search_inputs``)
+3    the search sample is a window moving through the train split (``search_sample``)
 4    a proposal the gate rejected under this config is not validated again (``closed``)
 5    text: a value with a rejected value's search outputs counts as rejected (``closed``)
 6    coupled: a switched choice also comes with its tuned siblings reset (``expand``, ``variant``)
@@ -33,6 +33,7 @@ from coalign.data import Example
 from coalign.optimize._base import BaseLocalOptimizer, LocalView, Scored, value_key
 from coalign.optimize._choice import SELECTOR, cost_penalized, option_scores, per_instance_proposal
 from coalign.optimize._coupled import at_start, best_variant, tuned_siblings, variants
+from coalign.optimize._exact import ExactReward, exact_components, has_reward
 from coalign.optimize._kinds import ParamKind
 from coalign.optimize._outcome import Outcome, Proposal, StepState, Tried, tried
 from coalign.optimize._portfolio import Validated, arm_of, axes_of, better, record
@@ -60,6 +61,11 @@ class StepEnv:
     account: CostAccount
     frozen: FrozenRewards
     runtime_for: Callable[[Policies], Runtime]
+
+    @property
+    def exact(self) -> frozenset[str]:
+        """The targets whose local reward is the task metric (``_exact``)."""
+        return exact_components(self.task.system, self.targets, self.settings.terminal_reward)
 
 
 @dataclass(frozen=True)
@@ -123,7 +129,10 @@ def step(t: int, env: StepEnv, at: Position) -> Outcome:
     component, param = drawn
     spec = env.task.system.component(component).params[param]
     kind = env.settings.kinds[spec.kind]
-    search = search_inputs(env, at, component, t)
+    sample = search_sample(env, at, component, t)
+    search = [x for _, x in sample]
+    if component in env.exact:
+        at = dataclasses.replace(at, reward=ExactReward(env.task, component, sample, at.reward))
     expanded = (expand_per_instance(env, at, component, param, kind, search, rng)
                 if spec.scope == "per_instance"
                 else expand(env, at, component, param, kind, search, rng))
@@ -169,13 +178,14 @@ def judged(env: StepEnv, at: Position, component: str, param: str, proposal: Pro
 
 
 def draw(env: StepEnv, at: Position, rng: random.Random) -> tuple[str, str] | Outcome:
-    """A (component, param) among the components worth drawing. One whose stage-1 pairs were
-    all ties has no local reward yet, and one whose reward ranked held-out pairs no better than
+    """A (component, param) among the components worth drawing. One scored by the task metric
+    (``_exact``) always is. One whose stage-1 pairs were all ties has no local reward yet, and one whose reward ranked held-out pairs no better than
     chance would pick candidates by noise: draw among the others (adaptation may add a head
     later) and spend no validation on them."""
     names = sorted({c for c, _ in env.targets})
-    scorable = [c for c in names if at.reward.can_score(c)]
-    ready = [c for c in scorable if aligned(env, c)]
+    exact = env.exact
+    scorable = [c for c in names if has_reward(at.reward, c, exact)]
+    ready = [c for c in scorable if c in exact or aligned(env, c)]
     if not ready:
         s = env.settings
         reason = (f"no local reward ranks held-out pairs above {s.min_alignment:g}"
@@ -209,17 +219,20 @@ def aligned(env: StepEnv, component: str) -> bool:
             or measured["accuracy"] > s.min_alignment)
 
 
-def search_inputs(env: StepEnv, at: Position, component: str, t: int) -> list[dict[str, Any]]:
-    """The component's inputs x_k on step ``t``'s search sample under the current config.
+def search_sample(env: StepEnv, at: Position, component: str,
+                  t: int) -> list[tuple[Example, dict[str, Any]]]:
+    """The component's inputs x_k on step ``t``'s search sample under the current config, each
+    with the train example it came from (what an exact reward scores against).
     The sample moves through the train split from step to step: a component drawn again
     under an unchanged config would otherwise score the same inputs again (on HotpotQA the
     answer writer's candidates tied with its prompt on one fixed sample six times). Stage 1
     ran every train input under the starting config, so the prefixes come from the cache."""
     rt = env.runtime_for(at.policies)
-    traces = [env.task.system.run(e.id, e.inputs, at.config, rt)
-              for e in window(env.train, t, env.settings.search_size)]
+    examples = window(env.train, t, env.settings.search_size)
+    traces = [env.task.system.run(e.id, e.inputs, at.config, rt) for e in examples]
     env.account.add_traces("local_search", traces)
-    return [tr.step(component).inputs for tr in traces if not tr.step(component).skipped]
+    return [(e, tr.step(component).inputs) for e, tr in zip(examples, traces, strict=True)
+            if not tr.step(component).skipped]
 
 
 Expanded = tuple[Proposal, list[Scored], list[tuple[tuple[str, ...], float]]]
