@@ -87,7 +87,7 @@ def _coupled(tmp: Path, scope: str, answers: dict[str, float]) -> Any:
     val = [Example(f"v{i}", {"q": f"val {i}"}, None) for i in range(4)]
     opt = Optimizer(task, train, val, Runtime(lms=lms), RunStore(tmp / "run"), reward,
                     LoopSettings(proposals="local", iterations=12, search_size=3, fresh_inputs=2,
-                                 rollout_n=2))
+                                 rollout_n=2, terminal_reward="learned"))  # the scripted head
     opt.config = opt.config.with_value("gen", "prompt", TUNED)  # an earlier accepted prompt
     opt.run()
     return opt

@@ -294,15 +294,18 @@ def test_a_rejected_value_is_never_validated_again_under_the_same_config(tmp_pat
 
 def test_search_sample_and_fresh_inputs_move_through_the_train_split(tmp_path):
     from coalign.optimize._settings import window
-    from coalign.optimize._step import Position, fresh_batch, search_inputs
+    from coalign.optimize._step import Position, fresh_batch, search_sample
 
     assert [window("abcde", t, 2) for t in range(3)] == [["a", "b"], ["c", "d"], ["e", "a"]]
     assert window("abc", 1, 5) == ["a", "b", "c"] and window("", 4, 3) == []
     opt = make_optimizer(tmp_path, writer_lm())  # 6 train inputs, search samples of 3
     at = Position(opt.config, {}, {}, frozenset(), opt.reward)
-    seen = [[x["q"] for x in search_inputs(opt._env(), at, "writer", t)] for t in range(3)]
-    assert seen == [["train 0", "train 1", "train 2"], ["train 3", "train 4", "train 5"],
-                    ["train 0", "train 1", "train 2"]]
+    samples = [search_sample(opt._env(), at, "writer", t) for t in range(3)]
+    assert [[x["q"] for _, x in s] for s in samples] == [
+        ["train 0", "train 1", "train 2"], ["train 3", "train 4", "train 5"],
+        ["train 0", "train 1", "train 2"]]
+    # each input with the train example it came from (what an exact reward scores against)
+    assert [e.id for e, _ in samples[1]] == ["t3", "t4", "t5"]
     assert [e.id for e in fresh_batch(opt._env(), 1)] == ["t2", "t3"]
 
 

@@ -62,7 +62,8 @@ def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]
         ) -> tuple[str, list[tuple[str, str]]]:
     """Step ``t``'s arm: global while configs of the finite slots are left to validate, local
     while a component has a local reward to draw (or is still to be paid for), weights while
-    a small ``Weights`` param is a target (``_weights_arm``); among them, a Thompson draw on
+    a small ``Weights`` param is a target (``_weights_arm``; not the last component's, which
+    the local arm trains on the task metric of every draw, ``_exact``); among them, a Thompson draw on
     their records. The weights arm goes first while its search is in its first generation or
     improving (``_weights_arm.improving``): its steps are the cheapest (one component's
     executions), and the other arms' first steps (a full validation, stage-1 rollouts) would
