@@ -161,14 +161,19 @@ def state_digest(state: Mapping[str, Any]) -> str:
 class Weights(Param):
     """Parameters of a torch module built by ``factory``; values are state dicts.
 
+    ``lr``: the learning rate a policy-gradient optimizer takes for this module, where its
+    numbers' scale calls for another than the optimizer's own (None: the optimizer's).
+
     JSON form: base64 of the safetensors bytes (no pickle anywhere).
     """
 
     kind = "weights"
 
     def __init__(self, factory: Callable[[], Any], *, scope: Scope = "global",
-                 description: str = "") -> None:
-        self.factory = factory
+                 description: str = "", lr: float | None = None) -> None:
+        if lr is not None and not lr > 0:
+            raise ConfigError(f"Weights lr must be > 0, got {lr}")
+        self.factory, self.lr = factory, lr
         module = factory()
         super().__init__({k: v.detach().clone() for k, v in module.state_dict().items()},
                          scope=scope, description=description)

@@ -64,6 +64,7 @@ class ChoiceScorer(nn.Module):
                 + self.out(self.body(features)).squeeze(-1))
 
 
+LR = 0.3  # the scorer's policy-gradient learning rate (``Weights.lr``)
 LINEAR_STATE = frozenset({"prior", "tie", "out.weight", "out.bias"})
 
 
@@ -114,8 +115,12 @@ class ItemDecider(EncoderPolicy):
                  item_output: str = "item", backbone: Any = None,
                  hidden: int = 0, prior: float = 1.0, tie: float = 0.1, seed: int = 0,
                  description: str = "", **kwargs: Any) -> None:
+        # lr: its weights on cosine features move by units, not hundredths (the loop's
+        # default 0.05 left them near their start; 0.3 was the best of 0.05 / 0.3 / 1.0 on 8
+        # next_item seeds, RESULTS.md)
         scorer = Weights(functools.partial(seeded_choice_scorer, hidden, prior, tie, seed),
-                         description="candidate scorer over the LLMs' signals and embeddings")
+                         description="candidate scorer over the LLMs' signals and embeddings",
+                         lr=LR)
         fields = (session_field, interests_field, assessment_field, choices_field)
         super().__init__(name, fields, (output, item_output), backbone=backbone,
                          params={self.policy_param: scorer},

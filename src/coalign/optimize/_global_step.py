@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -58,12 +58,27 @@ def global_open(env: StepEnv, at: Position) -> tuple[Axes, bool]:
                                                      env.settings.gate.cost_cap)
 
 
+def exact_first(env: StepEnv, at: Position, local: Sequence[tuple[str, str]],
+                axes: Axes) -> list[tuple[str, str]]:
+    """The local slots that only the local arm can move and the task metric scores
+    (``_exact``), while they improve: none of them rejected, or found nothing to change,
+    since the last accepted step. Their step is judged on the metric of train draws before
+    its validation, so it goes first, as the weights arm's search does while it improves; on
+    next_item global steps on the prompts, drawn first by chance, held back the decider's
+    first step by up to 300 runs."""
+    covered = {(c, p) for c, p, _ in axes.slots}
+    shut = {(r.component, r.param) for r in at.rejected} | set(at.unchanged)
+    return [(c, p) for c, p in local
+            if c in env.exact and (c, p) not in covered and (c, p) not in shut]
+
+
 def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]
         ) -> tuple[str, list[tuple[str, str]]]:
     """Step ``t``'s arm: global while configs of the finite slots are left to validate, local
     while a component has a local reward to draw (or is still to be paid for), weights while
     a small ``Weights`` param is a target (``_weights_arm``; not the last component's, which
-    the local arm trains on the task metric of every draw, ``_exact``); among them, a Thompson draw on
+    the local arm trains on the task metric of every draw, ``_exact``, first while it
+    improves: ``exact_first``); among them, a Thompson draw on
     their records. The weights arm goes first while its search is in its first generation or
     improving (``_weights_arm.improving``): its steps are the cheapest (one component's
     executions), and the other arms' first steps (a full validation, stage-1 rollouts) would
@@ -88,6 +103,9 @@ def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]
         available.append("weights")
         if improving(env.task.system, weights, at.validated, at.config):
             return "weights", local
+    first = exact_first(env, at, local, axes)
+    if first:
+        return "local", first
     if not available:
         return "local", local  # its step says why nothing is left (settled, no reward)
     every = len(axes.slots) == len(env.targets)  # no param only the local arm can move

@@ -83,7 +83,7 @@ class ReinforceWeightsOptimizer(BaseLocalOptimizer):
     Args:
         epochs: sampling rounds (one REINFORCE step, or ``ppo_epochs`` PPO steps, each).
         samples: draws per search input per round (the per-input baseline needs >= 2).
-        lr: Adam learning rate.
+        lr: Adam learning rate (a param's own ``Weights.lr``, if it has one, comes first).
         temperature: the policy's sampling temperature while training.
         max_grad_norm: gradient clipping.
         ppo: use the PPO-clip surrogate over ``ppo_epochs`` inner steps per round.
@@ -108,7 +108,7 @@ class ReinforceWeightsOptimizer(BaseLocalOptimizer):
         current = WeightsValue(ctx.current)
         module = spec.build(current)
         module.train()
-        optimizer = torch.optim.Adam(module.parameters(), lr=self.lr)
+        optimizer = torch.optim.Adam(module.parameters(), lr=spec.lr or self.lr)
         rng = random.Random(f"reinforce-weights:{self.seed}:{ctx.rng.random()}")
         self.curve = []
         with single_thread():
