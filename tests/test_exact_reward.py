@@ -150,3 +150,59 @@ def test_a_last_components_weights_are_trained_on_the_metric_not_searched_by_cma
     assert any(r.component == "reranker" and r.accepted for r in exact.history)
     assert exact.val_score > start
     assert any(is_weights_step(r.component, r.param) for r in learned.history)
+
+
+def test_a_weights_param_may_name_its_own_learning_rate():
+    import random
+
+    import torch
+
+    from coalign.component import ItemDecider
+    from coalign.costs import CostAccount
+    from coalign.optimize import ReinforceWeightsOptimizer
+    from coalign.optimize._base import LocalView
+    from coalign.params import Weights
+    from tests.test_reranker import rerank_inputs, reranker
+
+    with pytest.raises(ConfigError, match="Weights lr must be > 0"):
+        Weights(lambda: torch.nn.Linear(2, 1), lr=0.0)
+    assert ItemDecider(backbone=HashingBackbone(16)).params["scorer"].lr == 0.3
+
+    def moved(lr):
+        comp = reranker(hidden=0, dim=16)
+        comp.params["scorer"].lr = lr
+        system = System("rr", [comp], ["question", "candidates"], "passages")
+        task = Task(system, lambda p, e: float(e.target in p[0]), "first")
+        inputs = rerank_inputs(6, seed=1)
+        sample = [(Example(f"t{i}", {"question": x["question"], "candidates": x["candidates"]},
+                           x["answer"]), {"question": x["question"],
+                                          "candidates": x["candidates"]})
+                  for i, x in enumerate(inputs)]
+        config = system.default_config()
+        view = LocalView(task, "reranker", "scorer", config, [x for _, x in sample],
+                         ExactReward(task, "reranker", sample, _Fixed()), Runtime(),
+                         random.Random(0), CostAccount(["reranker"]))
+        scored = ReinforceWeightsOptimizer(epochs=3, seed=0).propose(view)
+        start, new = config["reranker"]["scorer"], scored[-1].value
+        return max(float((new[k] - start[k]).abs().max()) for k in start)
+
+    # Adam moves each number by about lr per step: 3 steps at 1.0 go far beyond 3 at 0.05
+    assert moved(1.0) > 10 * moved(None)
+
+
+def test_the_last_components_local_slots_go_first_while_they_improve(tmp_path):
+    import dataclasses
+
+    from coalign.optimize._global_step import exact_first, global_open
+    from coalign.optimize._outcome import Tried
+
+    opt = _rerank_last(tmp_path, "exact")
+    env, slot = opt._env(), ("reranker", "scorer")
+    axes, _ = global_open(env, opt.at)
+    assert exact_first(env, opt.at, [slot], axes) == [slot]
+    rejected = dataclasses.replace(opt.at, rejected=frozenset({Tried(*slot, "w")}))
+    assert exact_first(env, rejected, [slot], axes) == []  # rejected since the last accept
+    unchanged = dataclasses.replace(opt.at, unchanged={slot: frozenset({0, 1})})
+    assert exact_first(env, unchanged, [slot], axes) == []  # found nothing to change
+    learned = _rerank_last(tmp_path / "l", "learned")
+    assert exact_first(learned._env(), learned.at, [slot], axes) == []

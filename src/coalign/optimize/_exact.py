@@ -22,8 +22,7 @@ import numpy as np
 from coalign.data import Example
 from coalign.errors import ConfigError
 from coalign.pairs import canonical_json, to_jsonable
-from coalign.rewards import RewardModel
-from coalign.rewards._base import BaseRewardModel, Item
+from coalign.rewards import BaseRewardModel, RewardModel
 from coalign.system import System
 from coalign.task import Task
 
@@ -66,7 +65,8 @@ class ExactReward(BaseRewardModel):
         for example, inputs in sample:
             self.examples.setdefault(_key(inputs), []).append(example)
 
-    def score_batch(self, component: str, items: Sequence[Item]) -> np.ndarray:
+    def score_batch(self, component: str,
+                    items: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> np.ndarray:
         if component != self.component:
             return self.learned.score_batch(component, items)
         out = self.task.system.output

@@ -179,9 +179,10 @@ def judged(env: StepEnv, at: Position, component: str, param: str, proposal: Pro
 
 def draw(env: StepEnv, at: Position, rng: random.Random) -> tuple[str, str] | Outcome:
     """A (component, param) among the components worth drawing. One scored by the task metric
-    (``_exact``) always is. One whose stage-1 pairs were all ties has no local reward yet, and one whose reward ranked held-out pairs no better than
-    chance would pick candidates by noise: draw among the others (adaptation may add a head
-    later) and spend no validation on them."""
+    (``_exact``) always is. One whose stage-1 pairs were all ties has no local reward yet, and
+    one whose reward ranked held-out pairs no better than chance would pick candidates by
+    noise: draw among the others (adaptation may add a head later) and spend no validation on
+    them."""
     names = sorted({c for c, _ in env.targets})
     exact = env.exact
     scorable = [c for c in names if has_reward(at.reward, c, exact)]
