@@ -65,7 +65,7 @@ def exact_first(env: StepEnv, at: Position, local: Sequence[tuple[str, str]],
     since the last accepted step. Their step is judged on the metric of train draws before
     its validation, so it goes first, as the weights arm's search does while it improves; on
     next_item global steps on the prompts, drawn first by chance, held back the decider's
-    first step by up to 300 runs."""
+    first step (RESULTS.md, "The last component's exact reward")."""
     covered = {(c, p) for c, p, _ in axes.slots}
     shut = {(r.component, r.param) for r in at.rejected} | set(at.unchanged)
     return [(c, p) for c, p in local
