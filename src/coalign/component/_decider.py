@@ -116,8 +116,8 @@ class ItemDecider(EncoderPolicy):
                  hidden: int = 0, prior: float = 1.0, tie: float = 0.1, seed: int = 0,
                  description: str = "", **kwargs: Any) -> None:
         # lr: its weights on cosine features move by units, not hundredths (the loop's
-        # default 0.05 left them near their start; 0.3 was the best of 0.05 / 0.3 / 1.0 on 8
-        # next_item seeds, RESULTS.md)
+        # default 0.05 left them near their start; of 0.05 / 0.3 / 1.0 on 8 next_item seeds,
+        # 0.3 was the best at the smallest budget and level with 1.0 above it, RESULTS.md)
         scorer = Weights(functools.partial(seeded_choice_scorer, hidden, prior, tie, seed),
                          description="candidate scorer over the LLMs' signals and embeddings",
                          lr=LR)
