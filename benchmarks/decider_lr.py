@@ -1,6 +1,6 @@
 """The loop's learning rate for a decider's weights, on a replay table (how ``ItemDecider.LR``
 was picked): the coalign arm of ``replay_compare.py`` run once per learning rate, on the same
-seeds, in this process (the decider reads ``coalign.component._decider.LR`` when it is built).
+seeds, in this process (the decider reads ``ItemDecider.LR`` when it is built).
 
     python -m benchmarks.decider_lr benchmarks/tables/next_item --lrs 0.05 0.3 1.0 --seeds 8 \
         --json benchmarks/results/replay/decider-lr-next_item.json
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-import coalign.component._decider as decider
 from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import Lookup, coalign_method, compare, split_sizes
+from coalign.component import ItemDecider
 from coalign.tables import Table
 
 
@@ -41,7 +41,7 @@ def main() -> None:
     print(f"{args.table.name}: coalign's mean test metric over {len(seeds)} seeds")
     print(f"{'lr':>6}  " + "  ".join(f"{b:>7g}" for b in args.budgets))
     for lr in args.lrs:
-        decider.LR = lr
+        ItemDecider.LR = lr
         method = coalign_method(args.table, rewards.questions)
         result = compare(lookup, sizes=sizes, seeds=seeds, budgets=args.budgets,
                          methods={"coalign": (method, True)}, workers=1)

@@ -64,7 +64,6 @@ class ChoiceScorer(nn.Module):
                 + self.out(self.body(features)).squeeze(-1))
 
 
-LR = 0.3  # the scorer's policy-gradient learning rate (``Weights.lr``)
 LINEAR_STATE = frozenset({"prior", "tie", "out.weight", "out.bias"})
 
 
@@ -109,6 +108,8 @@ class ItemDecider(EncoderPolicy):
         prior: initial weight on the assessment's pick; ``tie``: on interest similarity.
     """
 
+    LR = 0.3  # the scorer's policy-gradient learning rate (``Weights.lr``), read when built
+
     def __init__(self, name: str = "next_item_decider", *, session_field: str = "session",
                  interests_field: str = "interests", assessment_field: str = "assessment",
                  choices_field: str = "choices", output: str = "choice",
@@ -120,7 +121,7 @@ class ItemDecider(EncoderPolicy):
         # 0.3 was the best at the smallest budget and level with 1.0 above it, RESULTS.md)
         scorer = Weights(functools.partial(seeded_choice_scorer, hidden, prior, tie, seed),
                          description="candidate scorer over the LLMs' signals and embeddings",
-                         lr=LR)
+                         lr=self.LR)
         fields = (session_field, interests_field, assessment_field, choices_field)
         super().__init__(name, fields, (output, item_output), backbone=backbone,
                          params={self.policy_param: scorer},
