@@ -20,7 +20,7 @@ from coalign.optimize._portfolio import (
     propose,
 )
 from coalign.optimize._step import Position, StepEnv, draw, judged
-from coalign.optimize._weights_arm import improving, weights_slots, weights_step
+from coalign.optimize._weights_arm import arm_slots, improving, weights_step
 
 
 def global_step(t: int, env: StepEnv, at: Position) -> Outcome:
@@ -97,8 +97,7 @@ def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]
     local_env = dataclasses.replace(env, targets=local)
     if unpaid or not isinstance(draw(local_env, at, random.Random(0)), Outcome):
         available.append("local")
-    weights = [s for s in weights_slots(env.task.system, env.targets, at.config, at.policies)
-               if s[0] not in env.exact]
+    weights = arm_slots(env, at)
     if weights:
         available.append("weights")
         if improving(env.task.system, weights, at.validated, at.config):

@@ -21,6 +21,7 @@ Algorithm 1 that acts within a step is applied here, numbered as in docs/optimiz
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -62,7 +63,7 @@ class StepEnv:
     frozen: FrozenRewards
     runtime_for: Callable[[Policies], Runtime]
 
-    @property
+    @functools.cached_property
     def exact(self) -> frozenset[str]:
         """The targets whose local reward is the task metric (``_exact``)."""
         return exact_components(self.task.system, self.targets, self.settings.terminal_reward)

@@ -182,10 +182,17 @@ def propose(system: Any, slot: tuple[str, str], validated: Sequence[Validated],
     return config_of(x)
 
 
+def arm_slots(env: StepEnv, at: Position) -> list[tuple[str, str]]:
+    """The weights arm's slots: the small ``Weights`` targets, less the last component's,
+    which the local arm trains on the task metric (``_exact``)."""
+    return [s for s in weights_slots(env.task.system, env.targets, at.config, at.policies)
+            if s[0] not in env.exact]
+
+
 def weights_step(t: int, env: StepEnv, at: Position) -> Outcome:
     """Step ``t`` as a weights step: CMA-ES's next weights for one small ``Weights`` slot
     (drawn when there are several), validated in full from its component on and gated."""
-    slots = weights_slots(env.task.system, env.targets, at.config, at.policies)
+    slots = arm_slots(env, at)
     if not slots:
         return Outcome(WEIGHTS_ARM, PREFIX, StepState.SETTLED, at.score,
                        reason="no weights param small enough for the weights arm")
