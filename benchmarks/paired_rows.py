@@ -10,7 +10,8 @@ the mean of A - B over seeds with its paired bootstrap interval, and writes them
         [--json OUT.json]
 
 METHOD defaults to ``coalign``; ``best`` is the best baseline at each budget. A
-``rule_ablation`` file works too (its rows are its variants). TABLE defaults to the files'
+``rule_ablation`` file works too (its rows are its variants), and a ``decider_lr`` file (its
+rows are its learning rates, ``FILE:0.3``). TABLE defaults to the files'
 only table.
 """
 
@@ -39,6 +40,8 @@ def row(spec: str, table: str | None) -> tuple[str, dict[str, Any], dict[str, li
     if name is None or name not in tables:
         raise SystemExit(f"{path}: name one of its tables with --table: {sorted(tables)}")
     entry = tables[name]
+    if "lrs" in entry:  # a decider_lr file: one row per learning rate
+        entry = {**entry, "scores": {lr: r["scores"] for lr, r in entry["lrs"].items()}}
     if method == "best":
         budgets = next(iter(entry["scores"].values()))
         best = {b: best_baseline(entry["scores"], b) for b in budgets}
