@@ -41,7 +41,8 @@ def row(spec: str, table: str | None) -> tuple[str, dict[str, Any], dict[str, li
         raise SystemExit(f"{path}: name one of its tables with --table: {sorted(tables)}")
     entry = tables[name]
     if "lrs" in entry:  # a decider_lr file: one row per learning rate
-        entry = {**entry, "scores": {lr: r["scores"] for lr, r in entry["lrs"].items()}}
+        entry = {**entry, "scores": {lr: {str(float(b)): v for b, v in r["scores"].items()}
+                                     for lr, r in entry["lrs"].items()}}  # "250" -> "250.0"
     if method == "best":
         budgets = next(iter(entry["scores"].values()))
         best = {b: best_baseline(entry["scores"], b) for b in budgets}

@@ -162,8 +162,8 @@ def test_a_decider_lr_file_pairs_by_learning_rate(tmp_path):
     lrs = tmp_path / "lr.json"  # decider_lr's layout: one table, one row per learning rate
     lrs.write_text(json.dumps({"table": "benchmarks/tables/t", "seeds": [0, 1, 2],
                                "split": [2, 3, 5],
-                               "lrs": {"0.3": {"scores": {"250.0": [0.5, 0.6, 0.7]}},
-                                       "1": {"scores": {"250.0": [0.6, 0.8, 0.7]}}}}))
+                               "lrs": {"0.3": {"scores": {"250": [0.5, 0.6, 0.7]}},
+                                       "1": {"scores": {"250": [0.6, 0.8, 0.7]}}}}))
     assert paired(f"{lrs}:1", f"{lrs}:0.3")["250.0"]["mean"] == pytest.approx(0.1)
     compare = _compare_file(tmp_path / "c.json", [0.4, 0.5, 0.6])
     assert paired(f"{lrs}:1", compare)["250.0"]["mean"] == pytest.approx(0.2)
