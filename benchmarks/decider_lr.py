@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._replay import add_split_option, greedy_lookup
 from benchmarks._results import add_json_option, head_commit, write_result
-from coalign.compare import Lookup, coalign_method, compare, split_sizes
+from coalign.compare import coalign_method, compare, split_sizes
 from coalign.component import ItemDecider
-from coalign.tables import Table
 
 
 def main() -> None:
@@ -28,13 +28,11 @@ def main() -> None:
     ap.add_argument("--lrs", type=float, nargs="+", default=[0.05, 0.3, 1.0])
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--budgets", type=float, nargs="+", default=[250, 500, 1000, 2000])
-    ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5])
+    add_split_option(ap)
     add_json_option(ap)
     args = ap.parse_args()
     commit = head_commit()
-    table = Table(args.table)
-    rewards = table.rewards("greedy")
-    lookup = Lookup.of_table(rewards, table.space)
+    _, rewards, lookup = greedy_lookup(args.table)
     sizes = split_sizes(len(rewards.questions), args.split)
     seeds = list(range(args.seeds))
     rows: dict[str, dict] = {}

@@ -40,12 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._patch import patched
+from benchmarks._replay import add_split_option, greedy_lookup
 from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import Lookup, Split, coalign_method, draw_split, split_sizes
 from coalign.errors import ConfigError
 from coalign.optimize import _base, _choice, _step, value_key
 from coalign.stats import paired_bootstrap
-from coalign.tables import CandidateSpace, Table, config_indices
+from coalign.tables import CandidateSpace, config_indices
 
 
 @dataclass(frozen=True)
@@ -197,14 +198,12 @@ def main() -> None:
     ap.add_argument("table", type=Path)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--limit", type=float, default=1000, help="equivalent runs per seed")
-    ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5])
+    add_split_option(ap)
     ap.add_argument("--proposals", choices=["local", "portfolio"], default=None)
     add_json_option(ap)
     args = ap.parse_args()
     commit = head_commit()
-    table = Table(args.table)
-    rewards = table.rewards("greedy")
-    lookup = Lookup.of_table(rewards, table.space)
+    table, rewards, lookup = greedy_lookup(args.table)
     if bad := _untabled_trainable(table.space):
         raise SystemExit(f"pick_quality: {args.table} has trainable params outside the table "
                          f"({', '.join(bad)}); their configs have no replay score")

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._replay import add_split_option, greedy_lookup
 from benchmarks._results import add_json_option, head_commit, write_result
-from coalign.compare import Lookup, draw_split, split_sizes
+from coalign.compare import draw_split, split_sizes
 from coalign.optimize import paired_bootstrap
-from coalign.tables import Table
 
 PICKS = ("start", "val", "val+train", "test (best global config)")
 
@@ -37,9 +37,7 @@ def picks(scores: np.ndarray, train: list[int], val: list[int], test: list[int])
 
 
 def table_row(directory: Path, seeds: list[int], split: list[float]) -> dict:
-    table = Table(directory)
-    rewards = table.rewards("greedy")
-    scores = Lookup.of_table(rewards, table.space).scores
+    scores = greedy_lookup(directory)[2].scores
     sizes = split_sizes(scores.shape[1], split)
     per_seed = []
     for seed in seeds:
@@ -57,8 +55,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tables", type=Path, nargs="+")
     ap.add_argument("--seeds", type=int, default=40)
-    ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5],
-                    help="train / val / test fractions, as replay_compare's")
+    add_split_option(ap)
     add_json_option(ap)
     args = ap.parse_args()
     commit = head_commit()
