@@ -194,7 +194,7 @@ def test_the_last_components_local_slots_go_first_while_they_improve(tmp_path):
     import dataclasses
 
     from coalign.optimize._global_step import exact_first, global_open
-    from coalign.optimize._outcome import Tried
+    from coalign.optimize._outcome import Tried, window_indices
 
     opt = _rerank_last(tmp_path, "exact")
     env, slot = opt._env(), ("reranker", "scorer")
@@ -202,7 +202,13 @@ def test_the_last_components_local_slots_go_first_while_they_improve(tmp_path):
     assert exact_first(env, opt.at, [slot], axes) == [slot]
     rejected = dataclasses.replace(opt.at, rejected=frozenset({Tried(*slot, "w")}))
     assert exact_first(env, rejected, [slot], axes) == []  # rejected since the last accept
-    unchanged = dataclasses.replace(opt.at, unchanged={slot: frozenset({0, 1})})
-    assert exact_first(env, unchanged, [slot], axes) == []  # found nothing to change
+    # its training is carried on (``_carry``): one window that found nothing to change does
+    # not shut it, two in a row do
+    k, n = env.settings.search_size, len(env.train)
+    first, second = window_indices(0, n, k), window_indices(1, n, k)
+    once = dataclasses.replace(opt.at, unchanged={slot: first})
+    assert exact_first(env, once, [slot], axes) == [slot]
+    twice = dataclasses.replace(opt.at, unchanged={slot: first | second})
+    assert exact_first(env, twice, [slot], axes) == []
     learned = _rerank_last(tmp_path / "l", "learned")
     assert exact_first(learned._env(), learned.at, [slot], axes) == []

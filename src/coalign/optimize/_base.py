@@ -56,6 +56,10 @@ class LocalView:
     proposer: str | None = None  # model name of the LM that proposes instructions
     # (x_k, y_k) the rollouts found better than an alternative: a pool for demonstrations
     rollout_winners: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]] = ()
+    # a training run the loop carries between steps (``_carry``): the step trains a short
+    # chunk on from ``carried`` (None: from the current value)
+    continued: bool = False
+    carried: Any = None
     _cache: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
     _tokens: dict[str, float] = field(default_factory=dict, init=False, repr=False,

@@ -8,6 +8,7 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
+from coalign.optimize._carry import continues, letting_go
 from coalign.optimize._outcome import Outcome
 from coalign.optimize._portfolio import (
     GLOBAL,
@@ -19,7 +20,8 @@ from coalign.optimize._portfolio import (
     pick_arm,
     propose,
 )
-from coalign.optimize._step import Position, StepEnv, draw, judged
+from coalign.optimize._position import Position
+from coalign.optimize._step import StepEnv, draw, judged
 from coalign.optimize._weights_arm import arm_slots, improving, weights_step
 
 
@@ -61,15 +63,24 @@ def global_open(env: StepEnv, at: Position) -> tuple[Axes, bool]:
 def exact_first(env: StepEnv, at: Position, local: Sequence[tuple[str, str]],
                 axes: Axes) -> list[tuple[str, str]]:
     """The local slots that only the local arm can move and the task metric scores
-    (``_exact``), while they improve: none of them rejected, or found nothing to change,
-    since the last accepted step. Their step is judged on the metric of train draws before
-    its validation, so it goes first, as the weights arm's search does while it improves; on
-    next_item global steps on the prompts, drawn first by chance, held back the decider's
-    first step (RESULTS.md, "The last component's exact reward")."""
+    (``_exact``), while they improve: since the last accepted step, none of them rejected
+    or found nothing to change (a slot whose training is carried on, ``_carry``: found
+    nothing on ``PATIENCE`` windows in a row). Their step is judged on the metric of train
+    draws before its validation, so it goes first, as the weights arm's search does while it
+    improves; on next_item global steps on the prompts, drawn first by chance, held back the
+    decider's first step (RESULTS.md, "The last component's exact reward")."""
     covered = {(c, p) for c, p, _ in axes.slots}
-    shut = {(r.component, r.param) for r in at.rejected} | set(at.unchanged)
+    rejected = {(r.component, r.param) for r in at.rejected}
+
+    def shut(c: str, p: str) -> bool:
+        kind = env.settings.kinds[env.task.system.component(c).params[p].kind]
+        if not continues(env.exact, c, kind.network):
+            return (c, p) in rejected or (c, p) in at.unchanged
+        return letting_go((c, p) in rejected, len(at.unchanged.get((c, p), ())),
+                          len(env.train), env.settings.search_size)
+
     return [(c, p) for c, p in local
-            if c in env.exact and (c, p) not in covered and (c, p) not in shut]
+            if c in env.exact and (c, p) not in covered and not shut(c, p)]
 
 
 def arm(t: int, env: StepEnv, at: Position, paid: Collection[str]

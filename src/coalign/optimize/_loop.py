@@ -24,6 +24,7 @@ from coalign.data import Example
 from coalign.errors import ConfigError, StoreError
 from coalign.optimize._alignment import cross_validated_alignment
 from coalign.optimize._base import BaseLocalOptimizer
+from coalign.optimize._carry import carried_of
 from coalign.optimize._global_step import ARM_STEPS, arm
 from coalign.optimize._kinds import kind_of, rollout_specs
 from coalign.optimize._ledger import Ledger, checked_meta, checked_steps
@@ -40,9 +41,10 @@ from coalign.optimize._outcome import (
     window_indices,
 )
 from coalign.optimize._portfolio import first_validated, from_ledger
+from coalign.optimize._position import Position
 from coalign.optimize._selectors import FrozenRewards, Policies, policies_of, selectors_json
 from coalign.optimize._settings import LoopSettings, targets
-from coalign.optimize._step import Position, StepEnv, fresh_batch, step, trace_key
+from coalign.optimize._step import StepEnv, fresh_batch, step, trace_key
 from coalign.optimize._warm import warm_start
 from coalign.pairs import to_jsonable
 from coalign.rewards import LocalRewardModel, load_reward_model, save_reward_model
@@ -84,14 +86,12 @@ class Optimizer:
                                   "selector picks its values per input); use scope 'global'")
         self.account = CostAccount([c.name for c in self.system.components])
         self.frozen = FrozenRewards(store.run_dir, reward.backbone)
-        # the run state: config, selectors, validation traces, rejections (rule 4), settled
-        # inputs (rule 19) and the reward; each committed step replaces it (``Position.after``)
+        # the run state (``_position``); each committed step replaces it (``Position.after``)
         self.at = Position(self.system.default_config(), {}, {}, frozenset(), reward)
         self.history: list[StepRecord] = []
         self._ckpt: str | None = None  # current reward-model checkpoint, relative to run dir
         self._start: int | None = None  # first iteration to run; set by prepare()
-        # lazy stage 1: component -> the iteration its stage-1 rollouts were paid before
-        self.paid: dict[str, int] = {}
+        self.paid: dict[str, int] = {}  # lazy stage 1: component -> step paid before
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -327,15 +327,15 @@ class Optimizer:
                                                                        warm["config"]))
             account = account or warm["account"]
         arms, validated = from_ledger(self.system, steps)  # the portfolio loop's records
-        at = dataclasses.replace(at, arms=arms, validated=validated)
+        at = dataclasses.replace(at, arms=arms, validated=validated,
+                                 carried=carried_of(self.system, steps))  # ``_carry``
         if account:
             self.account = CostAccount.from_json(account)
         if self._ckpt:
             at = dataclasses.replace(at, reward=load_reward_model(
                 self.store.inside(self._ckpt), at.reward.backbone, at.reward.checks))
         self.at = at
-        # lazy stage 1: the payments the restored reward model holds: those made before a
-        # written step row (a later one is paid again), or with no row yet the one recorded
+        # lazy stage 1: the payments the restored reward holds (before the last row, if any)
         paid = checked_meta(self.store, "stage1_paid", dict) or {}
         self.paid = {c: int(i) for c, i in paid.items() if not steps or i <= steps[-1][0]}
         return steps[-1][0] + 1 if steps else 0

@@ -95,6 +95,7 @@ class Outcome:
     # its reward per validation input, in validation order, when validated on all of them
     val_rewards: tuple[float, ...] = ()
     val_cost: float = 0.0  # then its mean model seconds per validation query
+    carry: tuple[Any, Any] | None = None  # weights trained on (value, JSON form): ``_carry``
 
     @property
     def accepted(self) -> bool:
@@ -122,6 +123,7 @@ class Outcome:
                 "candidate": self.proposal.config.to_json()}
                if self.val_rewards and self.proposal is not None and not self.proposal.policies
                else {}),
+            **({"carry": self.carry[1]} if self.carry is not None else {}),
             # what the proposal was chosen from, best first: why it proposed what it did
             "candidates": [{"value": to_jsonable(s.value), "local_reward": s.reward}
                            for s in sorted(self.candidates, key=lambda s: -s.reward)[:10]]}

@@ -32,16 +32,17 @@ from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.data import Example
 from coalign.optimize._base import BaseLocalOptimizer, LocalView, Scored, value_key
+from coalign.optimize._carry import continues, with_carry
 from coalign.optimize._choice import SELECTOR, cost_penalized, option_scores, per_instance_proposal
 from coalign.optimize._coupled import at_start, best_variant, tuned_siblings, variants
 from coalign.optimize._exact import ExactReward, exact_components, has_reward
 from coalign.optimize._kinds import ParamKind
-from coalign.optimize._outcome import Outcome, Proposal, StepState, Tried, tried
-from coalign.optimize._portfolio import Validated, arm_of, axes_of, better, record
+from coalign.optimize._outcome import Outcome, Proposal, StepState, tried
+from coalign.optimize._portfolio import Validated, axes_of, better
+from coalign.optimize._position import Position
 from coalign.optimize._selectors import FrozenRewards, Policies, policy_suffix
 from coalign.optimize._settings import LoopSettings, window
 from coalign.optimize._text import rollout_winners
-from coalign.rewards import LocalRewardModel
 from coalign.runtime import Runtime
 from coalign.store import RunStore
 from coalign.task import Task
@@ -69,54 +70,6 @@ class StepEnv:
         return exact_components(self.task.system, self.targets, self.settings.terminal_reward)
 
 
-@dataclass(frozen=True)
-class Position:
-    """Where the run stands before a step: the loop's whole run state, one value that each
-    committed step replaces (``after``)."""
-
-    config: SystemConfig
-    policies: Mapping[tuple[str, str], str]  # per-instance slot -> its frozen reward's digest
-    val_traces: Mapping[str, Trace]
-    rejected: frozenset[Tried]  # since the last accepted step
-    reward: LocalRewardModel
-    # per slot, the train inputs whose search windows proposed no change since the last
-    # accepted step (rule 19)
-    unchanged: Mapping[tuple[str, str], frozenset[int]] = dataclasses.field(default_factory=dict)
-    # every config validated on the whole validation set under no selector (the portfolio
-    # loop's score model is fitted on them), and each arm's (accepted steps, runs spent)
-    validated: tuple[Validated, ...] = ()
-    arms: Mapping[str, tuple[int, float]] = dataclasses.field(default_factory=dict)
-
-    @property
-    def score(self) -> float:
-        traces = self.val_traces.values()
-        return sum(t.reward or 0.0 for t in traces) / len(traces) if traces else 0.0
-
-    def after(self, out: Outcome, searched: frozenset[int], spent: float = 0.0) -> Position:
-        """Where the run stands once ``out`` is committed: an accepted proposal is the new
-        config, and rejections and settled inputs (``searched``: this step's search window)
-        no longer say anything under it; a rejection is remembered; a step that proposed
-        no change marks its search inputs as settled for its slot. ``spent``: the step's
-        equivalent runs, on its arm's record."""
-        p = out.proposal
-        at = dataclasses.replace(self, arms=record(self.arms, arm_of(out.component, out.param),
-                                                   out.accepted, spent))
-        if p is not None and out.val_rewards and not p.policies:
-            at = dataclasses.replace(at, validated=(*at.validated, Validated(
-                p.config, out.val_rewards, out.val_cost)))
-        if out.accepted and p is not None:
-            return dataclasses.replace(at, config=p.config, policies=dict(p.policies),
-                                       val_traces=dict(out.traces), rejected=frozenset(),
-                                       unchanged={})
-        if out.state.rejected and p is not None:
-            return dataclasses.replace(at, rejected=at.rejected | {out.rejection})
-        if out.state is StepState.NO_CHANGE:
-            key = (out.component, out.param)
-            unchanged = {**at.unchanged, key: at.unchanged.get(key, frozenset()) | searched}
-            return dataclasses.replace(at, unchanged=unchanged)
-        return at
-
-
 def trace_key(config: SystemConfig, policies: Policies) -> str:
     """What names a config's stored validation traces: its digest and its selectors."""
     return config.digest + policy_suffix(policies)
@@ -137,10 +90,11 @@ def step(t: int, env: StepEnv, at: Position) -> Outcome:
     expanded = (expand_per_instance(env, at, component, param, kind, search, rng)
                 if spec.scope == "per_instance"
                 else expand(env, at, component, param, kind, search, rng))
-    if isinstance(expanded, Outcome):
-        return expanded
-    proposal, candidates, scored_variants = expanded
-    return judged(env, at, component, param, proposal, candidates, scored_variants)
+    out = expanded if isinstance(expanded, Outcome) else judged(env, at, component, param,
+                                                                 *expanded)
+    if continues(env.exact, component, kind.network):
+        out = with_carry(out, spec, at.config[component][param])
+    return out
 
 
 def judged(env: StepEnv, at: Position, component: str, param: str, proposal: Proposal,
@@ -248,7 +202,9 @@ def expand(env: StepEnv, at: Position, component: str, param: str, kind: ParamKi
     view = LocalView(env.task, component, param, at.config, search, at.reward,
                      env.runtime_for(at.policies), rng, env.account, env.settings.proposer,
                      rollout_winners(env.store, component)
-                     if kind.rollout_demos and env.settings.rollout_demos else ())
+                     if kind.rollout_demos and env.settings.rollout_demos else (),
+                     continues(env.exact, component, kind.network),
+                     at.carried.get((component, param)))
     optimizer = env.optimizers[kind.name]
     scored = [Scored(*s) for s in optimizer.propose(view)]  # plain (value, reward) pairs too
     siblings, fresh = _siblings(env, at, view, kind)

@@ -88,15 +88,20 @@ class ReinforceWeightsOptimizer(BaseLocalOptimizer):
         max_grad_norm: gradient clipping.
         ppo: use the PPO-clip surrogate over ``ppo_epochs`` inner steps per round.
         seed: mixed with the step's rng, so each loop step draws different samples.
+        chunk: (epochs, samples) of a step that carries a training run on (``_carry``): a
+            short chunk, the next step going on from it; 5 x 2 draws on the four search
+            inputs cost about one validation of the component, as a REINFORCE baseline's
+            epoch does (picked on next_item seeds 0-7, RESULTS.md).
     """
 
     def __init__(self, epochs: int = 15, samples: int = 4, lr: float = 0.05,
                  temperature: float = 1.0, max_grad_norm: float = 1.0, *, ppo: bool = False,
-                 ppo_epochs: int = 4, clip: float = 0.2, seed: int = 0) -> None:
-        if samples < 2:
+                 ppo_epochs: int = 4, clip: float = 0.2, seed: int = 0,
+                 chunk: tuple[int, int] = (5, 2)) -> None:
+        if min(samples, chunk[1]) < 2:
             raise ConfigError(f"weights optimizer samples must be >= 2 (the baseline is the "
-                              f"mean over an input's draws), got {samples}")
-        self.epochs, self.samples, self.lr = epochs, samples, lr
+                              f"mean over an input's draws), got {min(samples, chunk[1])}")
+        self.epochs, self.samples, self.lr, self.chunk = epochs, samples, lr, chunk
         self.temperature, self.max_grad_norm = temperature, max_grad_norm
         self.ppo, self.ppo_epochs, self.clip, self.seed = ppo, ppo_epochs, clip, seed
         self.curve: list[float] = []  # mean LRF reward of the draws, per epoch (last propose)
@@ -106,29 +111,30 @@ class ReinforceWeightsOptimizer(BaseLocalOptimizer):
         if not ctx.search:
             return []
         current = WeightsValue(ctx.current)
-        module = spec.build(current)
+        module = spec.build(current if ctx.carried is None else WeightsValue(ctx.carried))
         module.train()
         optimizer = torch.optim.Adam(module.parameters(), lr=spec.lr or self.lr)
         rng = random.Random(f"reinforce-weights:{self.seed}:{ctx.rng.random()}")
+        epochs, samples = self.chunk if ctx.continued else (self.epochs, self.samples)
         self.curve = []
         with single_thread():
-            for _ in range(self.epochs):
-                self._epoch(ctx, policy, module, optimizer, rng)
+            for _ in range(epochs):
+                self._epoch(ctx, policy, module, optimizer, rng, samples)
         proposed = WeightsValue(spec.validate(snapshot(module)))
         # the trained weights against the current ones, by their greedy outputs
         return [Scored(current, ctx.mean_reward(current)),
                 Scored(proposed, ctx.mean_reward(proposed))]
 
     def _epoch(self, ctx: LocalView, policy: PolicyComponent, module: torch.nn.Module,
-               optimizer: torch.optim.Optimizer, rng: random.Random) -> None:
+               optimizer: torch.optim.Optimizer, rng: random.Random, samples: int) -> None:
         items = [(x, policy.sample(module, x, rng, self.temperature))
-                 for x in ctx.search for _ in range(self.samples)]
+                 for x in ctx.search for _ in range(samples)]
         # every draw is one execution of the component: same accounting as outputs_under
         steps = [Step(ctx.component, 0, dict(x), y) for x, y in items]
         ctx.account.add_traces("local_search", [Trace("search", ctx.config.digest, {}, steps)])
         rewards = np.asarray(ctx.reward.score_batch(ctx.component, items), dtype=np.float64)
         self.curve.append(float(rewards.mean()))
-        adv = group_advantages(rewards.reshape(len(ctx.search), self.samples)).ravel()
+        adv = group_advantages(rewards.reshape(len(ctx.search), samples)).ravel()
         if not adv.any():
             return
         kw = {"temperature": self.temperature, "max_grad_norm": self.max_grad_norm}

@@ -30,7 +30,8 @@ from coalign.component import VectorWeights
 from coalign.config import SystemConfig
 from coalign.optimize._outcome import Outcome, Proposal, StepState
 from coalign.optimize._portfolio import Validated, arm_of
-from coalign.optimize._step import Position, StepEnv, judged
+from coalign.optimize._position import Position
+from coalign.optimize._step import StepEnv, judged
 
 WEIGHTS_ARM = "*"  # a weights step's component in the ledger; its param names the slot
 PREFIX = "cma:"
