@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._replay import add_split_option
 from benchmarks._results import add_json_option, write_result
 from benchmarks.replay_compare import choice_slots
 from benchmarks.router_probe import siblings
@@ -201,7 +202,7 @@ def main() -> None:
                     help="run the loop to this many equivalent runs and fit its own cascade")
     ap.add_argument("--proposals", choices=["local", "portfolio"], default=None,
                     help="with --runs: the loop's budget.proposals (default: the run config's)")
-    ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5])
+    add_split_option(ap)
     add_json_option(ap)
     args = ap.parse_args()
     settings = {"budget": {"proposals": args.proposals}} if args.proposals else {}

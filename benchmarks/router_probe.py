@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._replay import add_split_option, greedy_lookup
 from benchmarks._results import add_json_option, write_result
 from benchmarks.replay_compare import choice_slots
 from coalign.compare import Lookup, draw_split, split_sizes
@@ -73,9 +74,7 @@ def route(x: np.ndarray, gains: np.ndarray, fit_q: list[int], test_q: list[int])
 def probe(directory: Path, seeds: list[int], fractions: list[float]) -> dict:
     from coalign.rewards import MiniLMBackbone
 
-    table = Table(directory)
-    rewards = table.rewards()
-    lookup = Lookup.of_table(rewards, table.space)
+    table, rewards, lookup = greedy_lookup(directory)
     slots = choice_slots(table.space)
     x = MiniLMBackbone().embed(question_texts(table, rewards.questions))
     n = len(rewards.questions)
@@ -114,7 +113,7 @@ def main() -> None:
     ap.add_argument("tables", type=Path, nargs="*",
                     help="table directories (default: every finished one in benchmarks/tables)")
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5])
+    add_split_option(ap)
     add_json_option(ap)
     args = ap.parse_args()
     out = {"tables": {}}

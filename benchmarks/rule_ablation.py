@@ -67,12 +67,12 @@ import numpy as np
 import coalign.job
 from benchmarks._joint import joint_expand
 from benchmarks._patch import patched
+from benchmarks._replay import add_split_option, greedy_lookup
 from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import Lookup, Method, Split, Trajectory, coalign_method, compare, split_sizes
 from coalign.optimize import _base, _choice, _gate, _loop, _step, value_key
 from coalign.rewards import TrainConfig
 from coalign.rollouts import Collection, RolloutSpec, collect_pairs
-from coalign.tables import Table
 
 
 def _others(scored: Sequence[Any], open_: Sequence[bool], current: Any) -> list[Any]:
@@ -209,16 +209,14 @@ def main() -> None:
     ap.add_argument("table", type=Path)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--budgets", type=float, nargs="+", default=[250, 500, 1000, 2000])
-    ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5])
+    add_split_option(ap)
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--proposals", choices=["local", "portfolio"], default=None,
                     help="every variant's budget.proposals (default: the run config's)")
     add_json_option(ap)
     args = ap.parse_args()
     commit = head_commit()  # the code that ran, not what HEAD is when it ends
-    table = Table(args.table)
-    rewards = table.rewards("greedy")
-    lookup = Lookup.of_table(rewards, table.space)
+    table, rewards, lookup = greedy_lookup(args.table)
     sizes = split_sizes(len(rewards.questions), args.split)
     logs: dict[str, list[Trajectory]] = {v: [] for v in args.variants}
     methods = {v: (_with_patches(coalign_method(args.table, rewards.questions,
