@@ -17,7 +17,7 @@ same ones.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from coalign.errors import ConfigError, StoreError
@@ -39,6 +39,17 @@ def trained(candidates: Iterable[Scored], current: Any) -> Any:
     it proposed nothing else)."""
     now = value_key(current)
     return next((s.value for s in candidates if value_key(s.value) != now), None)
+
+
+def latest(candidates: Sequence[Scored], open_: Sequence[bool], current: Any) -> Any:
+    """A carried run's proposal: the weights its training reached, unless the gate closed
+    them or they score below the current value on the search sample. A tie is proposed too:
+    four search inputs rarely tell a near-converged run's weights apart, and REINFORCE
+    validates every step's weights."""
+    now = next((s.reward for s in candidates if value_key(s.value) == value_key(current)), None)
+    new = [s for s, o in zip(candidates, open_, strict=True)
+           if o and value_key(s.value) != value_key(current)]
+    return new[0].value if new and now is not None and new[0].reward >= now else current
 
 
 def carried_after(carried: Mapping[Slot, Any], slot: Slot, accepted: bool, carry: Any

@@ -32,7 +32,7 @@ from coalign.config import SystemConfig
 from coalign.costs import CostAccount
 from coalign.data import Example
 from coalign.optimize._base import BaseLocalOptimizer, LocalView, Scored, value_key
-from coalign.optimize._carry import continues, with_carry
+from coalign.optimize._carry import continues, latest, with_carry
 from coalign.optimize._choice import SELECTOR, cost_penalized, option_scores, per_instance_proposal
 from coalign.optimize._coupled import at_start, best_variant, tuned_siblings, variants
 from coalign.optimize._exact import ExactReward, exact_components, has_reward
@@ -220,7 +220,8 @@ def expand(env: StepEnv, at: Position, component: str, param: str, kind: ParamKi
                                     for r in alive or resets))
         candidates.append(s)
         open_.append(not shut)
-    value = optimizer.pick(candidates, open_, view.current, rng)
+    value = (latest(candidates, open_, view.current) if view.continued
+             else optimizer.pick(candidates, open_, view.current, rng))
     config = at.config.with_value(component, param, value)
     return variant(env, at, component, param, value, config, dict(at.policies), siblings, view,
                    fresh, candidates)
