@@ -38,12 +38,15 @@ def test_a_carried_run_proposes_its_latest_weights_unless_worse_or_closed():
     assert latest([Scored("now", 0.5)], [True], "now") == "now"
 
 
-def test_a_carried_slot_lets_go_after_a_rejection_or_two_windows_without_change():
-    assert not letting_go(False, 0, n_train=32, search_size=4)
-    assert not letting_go(False, 4, n_train=32, search_size=4)  # one window: trained on
-    assert letting_go(False, 8, n_train=32, search_size=4)
-    assert letting_go(True, 0, n_train=32, search_size=4)
-    assert letting_go(False, 6, n_train=6, search_size=4)  # two windows cover the split
+def test_a_carried_slot_lets_go_after_two_steps_in_a_row_not_taken():
+    assert not letting_go(0, 0, n_train=32, search_size=4)
+    assert not letting_go(0, 4, n_train=32, search_size=4)  # one window: trained on
+    assert not letting_go(1, 0, n_train=32, search_size=4)  # one rejection: trained on
+    assert letting_go(0, 8, n_train=32, search_size=4)
+    assert letting_go(1, 4, n_train=32, search_size=4)
+    assert letting_go(2, 0, n_train=32, search_size=4)
+    assert letting_go(0, 6, n_train=6, search_size=4)  # two windows cover the split
+    assert letting_go(0, 4, n_train=4, search_size=4)  # every window is the whole split
 
 
 def _view(carried, continued=True):

@@ -200,14 +200,17 @@ def test_the_last_components_local_slots_go_first_while_they_improve(tmp_path):
     env, slot = opt._env(), ("reranker", "scorer")
     axes, _ = global_open(env, opt.at)
     assert exact_first(env, opt.at, [slot], axes) == [slot]
-    rejected = dataclasses.replace(opt.at, rejected=frozenset({Tried(*slot, "w")}))
-    assert exact_first(env, rejected, [slot], axes) == []  # rejected since the last accept
-    # its training is carried on (``_carry``): one window that found nothing to change does
-    # not shut it, two in a row do
+    # its training is carried on (``_carry``): one step not taken (rejected, or a window
+    # that found nothing to change) does not shut it, two since the last accept do
     k, n = env.settings.search_size, len(env.train)
     first, second = window_indices(0, n, k), window_indices(1, n, k)
+    one = frozenset({Tried(*slot, "w")})
+    assert exact_first(env, dataclasses.replace(opt.at, rejected=one), [slot], axes) == [slot]
+    two = one | {Tried(*slot, "w2")}
+    assert exact_first(env, dataclasses.replace(opt.at, rejected=two), [slot], axes) == []
     once = dataclasses.replace(opt.at, unchanged={slot: first})
     assert exact_first(env, once, [slot], axes) == [slot]
+    assert exact_first(env, dataclasses.replace(once, rejected=one), [slot], axes) == []
     twice = dataclasses.replace(opt.at, unchanged={slot: first | second})
     assert exact_first(env, twice, [slot], axes) == []
     learned = _rerank_last(tmp_path / "l", "learned")

@@ -17,6 +17,7 @@ same ones.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ from coalign.optimize._base import Scored, value_key
 from coalign.optimize._outcome import Outcome, StepState, step_state
 
 Slot = tuple[str, str]
-PATIENCE = 2  # search windows that may find no change in a row before the slot lets go
+PATIENCE = 2  # steps in a row not taken before a carried slot stops going first
 
 
 def continues(exact: Iterable[str], component: str, network: bool) -> bool:
@@ -77,11 +78,15 @@ def carried_of(system: Any, steps: Iterable[tuple[int, str, Mapping[str, Any]]]
     return out
 
 
-def letting_go(rejected: bool, unchanged: int, n_train: int, search_size: int) -> bool:
-    """A carried slot stops going first once the gate turned it down, or once ``PATIENCE``
-    search windows in a row (``unchanged``: the train inputs they held) changed no output:
-    each no-change step trained on, so one says little, but a run that stays put is spent."""
-    return rejected or unchanged >= min(PATIENCE * search_size, n_train)
+def letting_go(rejected: int, unchanged: int, n_train: int, search_size: int) -> bool:
+    """A carried slot stops going first once ``PATIENCE`` of its steps in a row were not
+    taken: ``rejected`` values the gate turned down and the search windows that found no
+    change (``unchanged``: the train inputs they held; all of them counts as enough). Each
+    such step trained on, so one says little (a first chunk that ties on four inputs and on
+    validation is common), but a run that stays put is spent."""
+    window = max(1, min(search_size, n_train))
+    windows = PATIENCE if unchanged >= n_train else math.ceil(unchanged / window)
+    return rejected + windows >= PATIENCE
 
 
 def with_carry(out: Outcome, spec: Any, current: Any) -> Outcome:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections import Counter
 from collections.abc import Collection, Sequence
 
 import numpy as np
@@ -64,19 +65,19 @@ def exact_first(env: StepEnv, at: Position, local: Sequence[tuple[str, str]],
                 axes: Axes) -> list[tuple[str, str]]:
     """The local slots that only the local arm can move and the task metric scores
     (``_exact``), while they improve: since the last accepted step, none of them rejected
-    or found nothing to change (a slot whose training is carried on, ``_carry``: found
-    nothing on ``PATIENCE`` windows in a row). Their step is judged on the metric of train
+    or found nothing to change (a slot whose training is carried on, ``_carry``: fewer
+    than ``PATIENCE`` of its steps not taken). Their step is judged on the metric of train
     draws before its validation, so it goes first, as the weights arm's search does while it
     improves; on next_item global steps on the prompts, drawn first by chance, held back the
     decider's first step (RESULTS.md, "The last component's exact reward")."""
     covered = {(c, p) for c, p, _ in axes.slots}
-    rejected = {(r.component, r.param) for r in at.rejected}
+    rejected = Counter((r.component, r.param) for r in at.rejected)
 
     def shut(c: str, p: str) -> bool:
         kind = env.settings.kinds[env.task.system.component(c).params[p].kind]
         if not continues(env.exact, c, kind.network):
             return (c, p) in rejected or (c, p) in at.unchanged
-        return letting_go((c, p) in rejected, len(at.unchanged.get((c, p), ())),
+        return letting_go(rejected[(c, p)], len(at.unchanged.get((c, p), ())),
                           len(env.train), env.settings.search_size)
 
     return [(c, p) for c, p in local
