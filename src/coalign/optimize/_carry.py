@@ -26,7 +26,7 @@ from coalign.optimize._base import Scored, value_key
 from coalign.optimize._outcome import Outcome, StepState, step_state
 
 Slot = tuple[str, str]
-PATIENCE = 2  # steps in a row not taken before a carried slot stops going first
+PATIENCE = 2  # steps not taken (since an accepted one) before a carried slot stops going first
 
 
 def continues(exact: Iterable[str], component: str, network: bool) -> bool:
@@ -79,11 +79,11 @@ def carried_of(system: Any, steps: Iterable[tuple[int, str, Mapping[str, Any]]]
 
 
 def letting_go(rejected: int, unchanged: int, n_train: int, search_size: int) -> bool:
-    """A carried slot stops going first once ``PATIENCE`` of its steps in a row were not
-    taken: ``rejected`` values the gate turned down and the search windows that found no
-    change (``unchanged``: the train inputs they held; all of them counts as enough). Each
-    such step trained on, so one says little (a first chunk that ties on four inputs and on
-    validation is common), but a run that stays put is spent."""
+    """A carried slot stops going first once ``PATIENCE`` of its steps since the last
+    accepted step were not taken: ``rejected`` values the gate turned down and the search
+    windows that found no change (``unchanged``: the train inputs they held; all of them
+    counts as enough). Each such step trained on, so one says little (a first chunk that ties
+    on four inputs and on validation is common), but a run that stays put is spent."""
     window = max(1, min(search_size, n_train))
     windows = PATIENCE if unchanged >= n_train else math.ceil(unchanged / window)
     return rejected + windows >= PATIENCE

@@ -46,13 +46,15 @@ class Position:
         """Where the run stands once ``out`` is committed: an accepted proposal is the new
         config, and rejections and settled inputs (``searched``: this step's search window)
         no longer say anything under it; a rejection is remembered; a step that proposed
-        no change marks its search inputs as settled for its slot. ``spent``: the step's
-        equivalent runs, on its arm's record."""
+        no change marks its search inputs as settled for its slot; the weights a step not
+        taken trained to are carried into its slot's next step (``_carry``). ``spent``: the
+        step's equivalent runs, on its arm's record."""
         p = out.proposal
         key = (out.component, out.param)
         at = dataclasses.replace(
             self, arms=record(self.arms, arm_of(*key), out.accepted, spent),
-            carried=carried_after(self.carried, key, out.accepted, out.carry and out.carry[0]))
+            carried=carried_after(self.carried, key, out.accepted,
+                                  out.carry[0] if out.carry else None))
         if p is not None and out.val_rewards and not p.policies:
             at = dataclasses.replace(at, validated=(*at.validated, Validated(
                 p.config, out.val_rewards, out.val_cost)))
