@@ -331,7 +331,12 @@ def test_ray_table_build_matches_a_serial_build(cluster, tmp_path, kill_one):
         on_ray = build_table(tmp_path / "ray", lm_factory=table_lm, executor=executor,
                              seal_every=1)
         assert all(pool.alive == 1 for pool in pools)
-    assert on_ray.done == serial.done == 4 and on_ray.llm_calls == serial.llm_calls
+    assert on_ray.done == serial.done == 4
+    if kill_one:  # a call the killed actor answered before it died is kept, not made again:
+        # how many that is depends on when the kill lands (ci-local saw 51 of 52)
+        assert on_ray.llm_calls <= serial.llm_calls
+    else:
+        assert on_ray.llm_calls == serial.llm_calls
     assert entries(tmp_path / "ray", space) == entries(tmp_path / "serial", space)
 
 
