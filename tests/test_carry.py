@@ -115,7 +115,9 @@ def test_a_ledger_row_whose_carried_weights_do_not_load_is_refused(tmp_path):
     opt = _rerank_last(tmp_path, "exact")
     opt.s.iterations = 1
     opt.run()
-    t, state, row = opt.store.steps()[0]
-    broken = [(t, state, {**row, "carry": {"safetensors_b64": "AAAA"}})]
+    t, _, row = opt.store.steps()[0]
+    # a step not taken, as the loop writes a carry only there
+    broken = [(t, "rejected", {**row, "step_state": "rejected",
+                               "carry": {"safetensors_b64": "AAAA"}})]
     with pytest.raises(StoreError, match="ledger step 0: its carried weights do not load"):
         carried_of(opt.system, broken)

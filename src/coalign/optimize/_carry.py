@@ -43,14 +43,16 @@ def trained(candidates: Iterable[Scored], current: Any) -> Any:
 
 
 def latest(candidates: Sequence[Scored], open_: Sequence[bool], current: Any) -> Any:
-    """A carried run's proposal: the weights its training reached, unless the gate closed
-    them or they score below the current value on the search sample. A tie is proposed too:
-    four search inputs rarely tell a near-converged run's weights apart, and REINFORCE
-    validates every step's weights."""
-    now = next((s.reward for s in candidates if value_key(s.value) == value_key(current)), None)
-    new = [s for s, o in zip(candidates, open_, strict=True)
-           if o and value_key(s.value) != value_key(current)]
-    return new[0].value if new and now is not None and new[0].reward >= now else current
+    """A carried run's proposal: the weights its training reached (``trained``), unless the
+    gate closed them or they score below the current value on the search sample. A tie is
+    proposed too: four search inputs rarely tell a near-converged run's weights apart, and
+    REINFORCE validates every step's weights."""
+    reward = {value_key(s.value): s.reward for s in candidates}
+    new = trained([s for s, o in zip(candidates, open_, strict=True) if o], current)
+    now = reward.get(value_key(current))
+    if new is None or now is None or reward[value_key(new)] < now:
+        return current
+    return new
 
 
 def carried_after(carried: Mapping[Slot, Any], slot: Slot, accepted: bool, carry: Any
@@ -64,18 +66,21 @@ def carried_after(carried: Mapping[Slot, Any], slot: Slot, accepted: bool, carry
 
 def carried_of(system: Any, steps: Iterable[tuple[int, str, Mapping[str, Any]]]
                ) -> dict[Slot, Any]:
-    """The carried weights a ledger's rows leave (``carried_after`` over them)."""
-    out: dict[Slot, Any] = {}
+    """The carried weights a ledger's rows leave (``carried_after`` over them); only the
+    carries that survive to the end are decoded."""
+    raw: dict[Slot, Any] = {}
     for t, state, row in steps:
-        slot = (row["component"], row["param"])
-        carry = row.get("carry")
-        try:
-            value = (None if carry is None
-                     else system.component(slot[0]).params[slot[1]].from_json(carry))
-        except ConfigError as exc:
-            raise StoreError(f"ledger step {t}: its carried weights do not load: {exc}") from None
-        out = carried_after(out, slot, step_state(t, state, row) is StepState.ACCEPTED, value)
-    return out
+        raw = carried_after(raw, (row["component"], row["param"]),
+                            step_state(t, state, row) is StepState.ACCEPTED,
+                            (t, row["carry"]) if "carry" in row else None)
+    return {slot: _load(system, slot, t, carry) for slot, (t, carry) in raw.items()}
+
+
+def _load(system: Any, slot: Slot, t: int, carry: Any) -> Any:
+    try:
+        return system.component(slot[0]).params[slot[1]].from_json(carry)
+    except ConfigError as exc:
+        raise StoreError(f"ledger step {t}: its carried weights do not load: {exc}") from None
 
 
 def letting_go(rejected: int, unchanged: int, n_train: int, search_size: int) -> bool:
