@@ -47,6 +47,12 @@ Variants (rule numbers of docs/optimize.md's rules table):
 - ``tau-0.1`` / ``tau-0.3`` (settings): the exp(r / tau) draw among a slot's values (Choice
   slots, and per-input selectors' proposals) sharper than the default tau of 1
   (``budget.tau``): closer to taking the local reward's top value.
+- Issue 39's changes, each undone against the default: ``local-proposals`` (a setting:
+  ``budget.proposals: local``, Algorithm 1's local steps after stage 1 paid up front, before
+  the portfolio's anytime proposals and its score-model gate); ``raw-gate`` above (the gate
+  before the score model); ``learned-terminal`` (a setting: ``budget.terminal_reward:
+  learned``, the last component's head instead of its exact reward); ``no-carry`` (each local
+  step of a decider's weights trains afresh from the config's weights, ``_carry`` off).
 - ``joint`` (``-tau-0.1``, ``-random-pick``): a drawn param's local step ranks every
   combination of its component's finite params and proposes the pick's whole combination
   (``benchmarks/_joint.py``), with the default draw, a sharper one, or a uniform one.
@@ -70,7 +76,7 @@ from benchmarks._patch import patched
 from benchmarks._replay import add_split_option, greedy_lookup
 from benchmarks._results import add_json_option, head_commit, write_result
 from coalign.compare import Lookup, Method, Split, Trajectory, coalign_method, compare, split_sizes
-from coalign.optimize import _base, _choice, _gate, _loop, _step, value_key
+from coalign.optimize import _base, _choice, _gate, _global_step, _loop, _step, value_key
 from coalign.rewards import TrainConfig
 from coalign.rollouts import Collection, RolloutSpec, collect_pairs
 
@@ -132,6 +138,10 @@ def _confident_better(axes: Any, validated: Sequence[Any], current: Any,
     return gap > CONFIDENT_Z * float(np.hypot(model.sd(new, key_new), model.sd(now, key_now)))
 
 
+def _never(*args: Any, **kwargs: Any) -> bool:
+    return False
+
+
 def _picks(fn: Callable[..., Any]) -> list[tuple[Any, str, Any]]:
     # every optimizer's pick: the default one and the choice optimizer's own
     return [(_base.BaseLocalOptimizer, "pick", fn), (_choice.ExpChoiceOptimizer, "pick", fn)]
@@ -170,6 +180,12 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "joint": [(_step, "expand", joint_expand)],
     "joint-tau-0.1": [(_step, "expand", joint_expand)],
     "joint-random-pick": [(_step, "expand", joint_expand), *_picks(_random_pick)],
+    # issue 39's changes, each undone: Algorithm 1's local steps after an upfront stage 1 (no
+    # portfolio); the last component's learned local reward (no exact one); every local step
+    # of a decider's weights trained afresh (no carried training)
+    "local-proposals": [],
+    "learned-terminal": [],
+    "no-carry": [(_step, "continues", _never), (_global_step, "continues", _never)],
 }
 # variants that are a run-config setting rather than a patch
 SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": False},
@@ -182,7 +198,10 @@ SETTINGS: dict[str, dict[str, Any]] = {"features-lrf": {"reward_embedding": Fals
                                        "stage1-lazy": {"budget": {"stage1": "lazy"}},
                                        "tau-0.1": {"budget": {"tau": 0.1}},
                                        "tau-0.3": {"budget": {"tau": 0.3}},
-                                       "joint-tau-0.1": {"budget": {"tau": 0.1}}}
+                                       "joint-tau-0.1": {"budget": {"tau": 0.1}},
+                                       "local-proposals": {"budget": {"proposals": "local"}},
+                                       "learned-terminal": {"budget": {
+                                           "terminal_reward": "learned"}}}
 
 
 def _settings(variant: str, proposals: str | None) -> dict[str, Any] | None:
