@@ -37,7 +37,8 @@ Variants (rule numbers of docs/optimize.md's rules table):
   validation sums (strictly higher) instead of the score model's expected scores;
   ``raw-and-model-gate``: it asks for both. ``confident-gate``: the score model's expected
   score must exceed the current config's by 1.28 posterior sds of the difference (P(better)
-  >= 0.9) instead of at all (issue 39's false-acceptance control).
+  >= 0.9) instead of at all (issue 39's false-acceptance control); ``likely-gate``: the same
+  at P(better) >= 0.75 (0.6745 sds).
 - ``stage1-lazy`` (a setting): stage 1 paid one component before each of the first steps
   (``budget.stage1: lazy``) instead of every component before the first.
 - ``early-reject`` (rule 16 on; off by default): validation stops at a checkpoint (every 25
@@ -120,12 +121,13 @@ def _raw_and_model_better(axes: Any, validated: Sequence[Any], current: Any,
 
 _MODEL_BETTER = _step.better  # the portfolio's own gate, before any patch
 CONFIDENT_Z = 1.2816  # the confident gate's z: P(candidate better) >= 0.9 under the model
+LIKELY_Z = 0.6745  # the likely gate's: P(candidate better) >= 0.75
 
 
 def _confident_better(axes: Any, validated: Sequence[Any], current: Any,
-                      candidate: Any) -> bool:
+                      candidate: Any, z: float = CONFIDENT_Z) -> bool:
     """The score model's gate asking for confidence: the candidate's expected score above the
-    current config's by ``CONFIDENT_Z`` posterior sds of the difference (the two taken as
+    current config's by ``z`` posterior sds of the difference (the two taken as
     independent: the model's noise is already the paired, config x input part)."""
     from coalign.optimize._portfolio import posterior
 
@@ -135,7 +137,7 @@ def _confident_better(axes: Any, validated: Sequence[Any], current: Any,
         return _raw_better(axes, validated, current, candidate)
     key_new, key_now = candidate.config.digest, current.digest
     gap = model.mean(new, key_new) - model.mean(now, key_now)
-    return gap > CONFIDENT_Z * float(np.hypot(model.sd(new, key_new), model.sd(now, key_now)))
+    return gap > z * float(np.hypot(model.sd(new, key_new), model.sd(now, key_now)))
 
 
 def _never(*args: Any, **kwargs: Any) -> bool:
@@ -160,6 +162,8 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "raw-and-model-gate": [(_step, "better", _raw_and_model_better)],
     # the score model's gate with P(better) >= 0.9 instead of a higher expected score
     "confident-gate": [(_step, "better", _confident_better)],
+    # the same asking for P(better) >= 0.75
+    "likely-gate": [(_step, "better", functools.partial(_confident_better, z=LIKELY_Z))],
     "features-lrf": [],
     "embedding-lrf": [],
     "no-checks": [],
