@@ -141,6 +141,7 @@ def _confident_better(axes: Any, validated: Sequence[Any], current: Any,
 
 
 def _never(*args: Any, **kwargs: Any) -> bool:
+    """A rule switched off: never closed, never continued."""
     return False
 
 
@@ -154,7 +155,7 @@ VARIANTS: dict[str, list[tuple[Any, str, Any]]] = {
     "random-pick": _picks(_random_pick),
     "best-always": _picks(_best_always),
     "no-align-skip": [(_step, "aligned", lambda env, component: True)],
-    "no-reject-memory": [(_step, "closed", lambda *args, **kwargs: False)],
+    "no-reject-memory": [(_step, "closed", _never)],
     "no-pool": [(_loop, "collect_pairs", _unpooled)],
     # the portfolio's gate on the raw validation sums instead of the score model's estimates
     "raw-gate": [(_step, "better", _raw_better)],
