@@ -18,7 +18,7 @@ from coalign.rewards._checks import Check, Evidence
 from coalign.rewards._eval import AlignmentResult, data_efficiency, pairwise_accuracy, subsample
 from coalign.rewards._features import FEATURE_NAMES, N_FEATURES, features
 from coalign.rewards._finetune import FinetuneConfig, finetune_backbone
-from coalign.rewards._heads import TrainConfig, single_thread
+from coalign.rewards._heads import TrainConfig
 from coalign.rewards._heuristic import HeuristicReward, query_overlap_reward, shorter_output_reward
 from coalign.rewards._io import load_reward_model, save_reward_model
 from coalign.rewards._judge import LLMJudgeRanker, parse_choice
@@ -28,6 +28,7 @@ from coalign.rewards._render import RenderBudget, render, render_sections
 from coalign.rewards._replay import ReplayBuffer
 from coalign.rewards._similarity import EmbeddingSimilarityRanker
 from coalign.rewards._text import values_text
+from coalign.rewards._threads import single_thread
 
 __all__ = ["AlignmentResult", "BACKBONES", "Backbone", "BaseRewardModel", "CachedBackbone",
            "Check", "EmbeddingCache", "EmbeddingSimilarityRanker", "Evidence", "FEATURE_NAMES",

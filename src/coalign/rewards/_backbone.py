@@ -20,6 +20,7 @@ import numpy as np
 from coalign.errors import ConfigError
 from coalign.rewards._cache import EmbeddingCache, text_digest
 from coalign.rewards._text import tokens
+from coalign.rewards._threads import single_thread
 
 
 @runtime_checkable
@@ -135,7 +136,8 @@ class MiniLMBackbone(CachedBackbone):
     def _encode(self, texts: list[str]) -> np.ndarray:
         import torch
 
-        with torch.inference_mode():
+        # one thread: the embedding of a text must not depend on the process's thread count
+        with torch.inference_mode(), single_thread():
             out = self.model.encode(
                 texts,
                 batch_size=self.batch_size,

@@ -6,8 +6,6 @@ matrix of distinct rendered items, so each text is embedded once however many pa
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -15,6 +13,7 @@ from torch import nn
 
 from coalign.errors import ConfigError
 from coalign.rewards._loss import pairwise_loss
+from coalign.rewards._threads import single_thread
 
 
 @dataclass(frozen=True)
@@ -112,18 +111,6 @@ class ComponentHead(nn.Module):
             z = ((feats - self.feat_mean) / self.feat_std).clamp(-FEATURE_CLIP, FEATURE_CLIP)
             x = torch.cat([x, z], dim=-1)
         return self.net(x).squeeze(-1)
-
-
-@contextlib.contextmanager
-def single_thread() -> Iterator[None]:
-    """Run torch on one thread: a head is tiny, and on busy cores the thread hand-offs cost more
-    than the math (a 80-pair fit took 25 s with 2 threads, 0.9 s with 1)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def make_head(emb_dim: int, n_features: int, config: TrainConfig, seed: int) -> ComponentHead:

@@ -28,11 +28,11 @@ from coalign.rewards._heads import (
     ComponentHead,
     TrainConfig,
     make_head,
-    single_thread,
     train_head,
 )
 from coalign.rewards._render import render
 from coalign.rewards._replay import ReplayBuffer
+from coalign.rewards._threads import single_thread
 
 
 @dataclass
