@@ -9,6 +9,8 @@ the mean of A - B over seeds with its paired bootstrap interval, and writes them
     python -m benchmarks.paired_rows A.json[:METHOD] B.json[:METHOD] [--table NAME] \\
         [--json OUT.json]
 
+FILE may be several files joined by ``+`` (a run's first seeds and the seeds added later
+with ``replay_compare --first-seed``): their seeds are pooled before anything is picked.
 METHOD defaults to ``coalign``; ``best`` is the best baseline at each budget. A
 ``rule_ablation`` file works too (its rows are its variants), and a ``decider_lr`` file (its
 rows are its learning rates, ``FILE:0.3``). TABLE defaults to the files'
@@ -34,15 +36,10 @@ def row(spec: str, table: str | None) -> tuple[str, dict[str, Any], dict[str, li
     reports it: no coalign row, no reference)."""
     path, _, method = spec.partition(":")
     method = method or "coalign"
-    data = json.loads(Path(path).read_text())
-    tables = data["tables"] if "tables" in data else {Path(data["table"]).name: data}
-    name = table or (next(iter(tables)) if len(tables) == 1 else None)
-    if name is None or name not in tables:
-        raise SystemExit(f"{path}: name one of its tables with --table: {sorted(tables)}")
-    entry = tables[name]
-    if "lrs" in entry:  # a decider_lr file: one row per learning rate
-        entry = {**entry, "scores": {lr: {str(float(b)): v for b, v in r["scores"].items()}
-                                     for lr, r in entry["lrs"].items()}}  # "250" -> "250.0"
+    first, *more = path.split("+")
+    name, entry = _table_entry(first, table)
+    for part in more:
+        entry = _pooled(entry, _table_entry(part, table)[1], path)
     if method == "best":
         budgets = next(iter(entry["scores"].values()))
         best = {b: best_baseline(entry["scores"], b) for b in budgets}
@@ -53,6 +50,33 @@ def row(spec: str, table: str | None) -> tuple[str, dict[str, Any], dict[str, li
         raise SystemExit(f"{path}: no row {method!r} in table {name}; rows: "
                          f"{sorted(entry['scores'])}")
     return name, entry, entry["scores"][method]
+
+
+def _table_entry(path: str, table: str | None) -> tuple[str, dict[str, Any]]:
+    data = json.loads(Path(path).read_text())
+    tables = data["tables"] if "tables" in data else {Path(data["table"]).name: data}
+    name = table or (next(iter(tables)) if len(tables) == 1 else None)
+    if name is None or name not in tables:
+        raise SystemExit(f"{path}: name one of its tables with --table: {sorted(tables)}")
+    entry = tables[name]
+    if "lrs" in entry:  # a decider_lr file: one row per learning rate
+        entry = {**entry, "scores": {lr: {str(float(b)): v for b, v in r["scores"].items()}
+                                     for lr, r in entry["lrs"].items()}}  # "250" -> "250.0"
+    return name, entry
+
+
+def _pooled(entry: dict[str, Any], more: dict[str, Any], path: str) -> dict[str, Any]:
+    """Two runs' entries as one: the seeds of both, each row's scores over them (only the
+    rows and budgets both hold; the same split, no seed twice)."""
+    if entry["split"] != more["split"]:
+        raise SystemExit(f"{path}: its files differ in split: {entry['split']} vs "
+                         f"{more['split']}")
+    if set(entry["seeds"]) & set(more["seeds"]):
+        raise SystemExit(f"{path}: its files share seeds "
+                         f"{sorted(set(entry['seeds']) & set(more['seeds']))}")
+    scores = {m: {b: [*by[b], *more["scores"][m][b]] for b in by if b in more["scores"][m]}
+              for m, by in entry["scores"].items() if m in more["scores"]}
+    return {**entry, "seeds": [*entry["seeds"], *more["seeds"]], "scores": scores}
 
 
 def paired(a: str, b: str, table: str | None = None) -> dict[str, dict[str, float]]:

@@ -6,8 +6,9 @@ full-system runs), and the config it returns scored on the seed's test questions
 budget, each method's mean test metric with a 95% bootstrap interval over seeds and the paired
 difference of the best two methods; writes the JSON and an anytime-curve SVG per table.
 
-    python -m benchmarks.replay_compare [TABLE ...] [--seeds 20] [--budgets 250 500 1000 2000]
-        [--split 0.2 0.3 0.5] [--workers 2] [--json benchmarks/results/replay/compare.json]
+    python -m benchmarks.replay_compare [TABLE ...] [--seeds 20] [--first-seed 0]
+        [--budgets 250 500 1000 2000] [--split 0.2 0.3 0.5] [--workers 2]
+        [--json benchmarks/results/replay/compare.json]
         [--svg-dir benchmarks/results/replay] [--per-instance [COMPONENT.PARAM ...]]
         [--cost-cap FRACTION] [--proposals local|portfolio] [--terminal-reward exact|learned]
 
@@ -108,6 +109,9 @@ def main() -> None:
     ap.add_argument("tables", type=Path, nargs="*",
                     help="table directories (default: every finished one in benchmarks/tables)")
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds FIRST .. FIRST+SEEDS-1: more seeds for a committed file, "
+                         "paired with it by benchmarks.paired_rows A.json+B.json")
     ap.add_argument("--budgets", type=float, nargs="+", default=[250, 500, 1000, 2000])
     ap.add_argument("--split", type=float, nargs=3, default=[0.2, 0.3, 0.5],
                     help="train / val / test fractions of the finished questions")
@@ -139,7 +143,7 @@ def main() -> None:
     add_json_option(ap)
     ap.add_argument("--svg-dir", type=Path)
     args = ap.parse_args()
-    seeds = list(range(3 if args.quick else args.seeds))
+    seeds = list(range(args.first_seed, args.first_seed + (3 if args.quick else args.seeds)))
     commit = head_commit()  # the code that runs, not HEAD when it ends
     results: dict = {"tables": {}}
     for directory in args.tables or find_tables(complete=args.level):

@@ -169,3 +169,25 @@ def test_a_decider_lr_file_pairs_by_learning_rate(tmp_path):
     assert paired(f"{lrs}:1", compare)["250.0"]["mean"] == pytest.approx(0.2)
     with pytest.raises(SystemExit, match="no row '0.05'"):
         paired(f"{lrs}:0.05", compare)
+
+
+def test_files_joined_by_plus_pool_their_seeds_before_the_best_is_picked(tmp_path):
+    from benchmarks.paired_rows import paired
+
+    def scores(coalign, random, tpe):
+        return {"coalign": {"250.0": coalign}, "random search": {"250.0": random},
+                "optuna tpe": {"250.0": tpe}}
+
+    first, later = tmp_path / "first.json", tmp_path / "later.json"
+    for path, seeds, rows in ((first, [0, 1], scores([0.6, 0.6], [0.5, 0.5], [0.4, 0.4])),
+                              (later, [2, 3], scores([0.6, 0.6], [0.3, 0.3], [0.7, 0.7]))):
+        path.write_text(json.dumps({"tables": {"t": {"seeds": seeds, "split": [2, 3, 5],
+                                                     "scores": rows}}}))
+    d = paired(f"{first}+{later}", f"{first}+{later}:best")["250.0"]
+    # over the four seeds TPE's mean (0.55) beats random search's (0.40): the pick is TPE
+    assert d["seeds"] == 4 and d["mean"] == pytest.approx(0.05)
+    with pytest.raises(SystemExit, match="share seeds"):
+        paired(f"{first}+{first}", str(later))
+    later.write_text(later.read_text().replace("[2, 3, 5]", "[2, 4, 4]"))
+    with pytest.raises(SystemExit, match="differ in split"):
+        paired(f"{first}+{later}", str(first))
