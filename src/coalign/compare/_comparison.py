@@ -127,8 +127,8 @@ def compare(lookup: Lookup, *, sizes: Sequence[int], seeds: Sequence[int],
     """Every method and reference on every seed, under ``lookup.cap``. ``workers`` > 1 runs
     seeds in that many processes (each method must then pickle: module-level functions,
     ``LoopMethod``); a seed's figures do not depend on where it ran (torch's float sums do
-    depend on the thread count, so every torch step of the loop runs on one thread: see
-    ``coalign.rewards.single_thread``)."""
+    depend on the thread count, so the MiniLM encoder and the small models coalign trains run
+    on one thread: ``coalign.rewards.single_thread``)."""
     out = Comparison([float(b) for b in budgets], list(seeds),
                      (int(sizes[0]), int(sizes[1]), int(sizes[2])),
                      exhaustive_cost=float(lookup.n_configs * sizes[1]), cap=lookup.cap)
