@@ -71,9 +71,9 @@ def _pooled(entry: dict[str, Any], more: dict[str, Any], path: str) -> dict[str,
     if entry["split"] != more["split"]:
         raise SystemExit(f"{path}: its files differ in split: {entry['split']} vs "
                          f"{more['split']}")
-    if set(entry["seeds"]) & set(more["seeds"]):
-        raise SystemExit(f"{path}: its files share seeds "
-                         f"{sorted(set(entry['seeds']) & set(more['seeds']))}")
+    shared = set(entry["seeds"]) & set(more["seeds"])
+    if shared:
+        raise SystemExit(f"{path}: its files share seeds {sorted(shared)}")
     scores = {m: {b: [*by[b], *more["scores"][m][b]] for b in by if b in more["scores"][m]}
               for m, by in entry["scores"].items() if m in more["scores"]}
     return {**entry, "seeds": [*entry["seeds"], *more["seeds"]], "scores": scores}
